@@ -123,6 +123,15 @@ def test_pre_tokenize_matches_oracle(oracle):
         assert ours == theirs, text
 
 
+def test_plain_gpt2_split_matches_hf_bytelevel():
+    from tokenizers import pre_tokenizers as pt
+    byte_level, enc = pt.ByteLevel(add_prefix_space=False, use_regex=True), bytes_to_unicode()
+    for text in CORPUS + random_strings(5, 300) + ["a 12  3 x", " 1", "  1"]:
+        ours = ["".join(enc[b] for b in p.encode("utf-8"))
+                for p in pre_tokenize(text, split_digits=False)]
+        assert ours == [p for p, _ in byte_level.pre_tokenize_str(text)], text
+
+
 def test_digits_are_split_individually(tok):
     assert pre_tokenize(" 12 a1b") == [" ", "1", "2", " a", "1", "b"]
     assert [tok.decode([i]) for i in tok.encode("2024")] == ["2", "0", "2", "4"]
