@@ -1,0 +1,161 @@
+"""A recorded plan: a fixed list of dispatch steps, built once, replayed many times.
+
+A step is (pipeline, bind groups, workgroup counts, dynamic offsets).  Replay encodes the list in one
+of four submission modes, driven either call by call from Python (through the JS FFI: that cost is part
+of what we measure) or by one FFI call into ``static/replay.js``, which encodes the same list in JS.
+
+Modes, from most to least submission overhead:
+  naive        per step: encoder, pass, dispatch, submit, await onSubmittedWorkDone
+  sequential   per step: encoder, pass, dispatch, submit; one await at the end  (the paper's method)
+  one_encoder  one encoder, one compute pass per step, one submit
+  one_pass     one encoder, one compute pass holding every dispatch, one submit
+
+The pure part (Step, Plan, counting) runs in CPython; replay needs the browser.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MODES = ("naive", "sequential", "one_encoder", "one_pass")
+DRIVERS = ("python", "js")
+
+
+@dataclass
+class Step:
+    pipeline: object
+    bind_groups: list
+    workgroups: tuple = (1, 1, 1)
+    offsets: list | None = None     # dynamic offsets for bind group 0, or None
+    label: str = ""
+
+
+@dataclass
+class Plan:
+    steps: list = field(default_factory=list)
+    _js: object = None              # the JS array, built once on first JS replay
+
+    def add(self, pipeline, bind_groups, workgroups=(1, 1, 1), offsets=None, label=""):
+        wg = tuple(workgroups) + (1,) * (3 - len(tuple(workgroups)))
+        self.steps.append(Step(pipeline, list(bind_groups), wg, offsets, label))
+        self._js = None
+
+    def extend(self, other: "Plan"):
+        self.steps.extend(other.steps)
+        self._js = None
+
+    def __len__(self):
+        return len(self.steps)
+
+    def counts(self, mode: str) -> dict:
+        """Dispatches, passes, submits and awaits one replay of this plan makes in a mode."""
+        n = len(self.steps)
+        return {"dispatches": n,
+                "passes": 1 if mode == "one_pass" else n,
+                "submits": n if mode in ("naive", "sequential") else 1,
+                "awaits": n if mode == "naive" else 1}
+
+    def to_js(self):
+        """[[pipeline, [bindGroup...], x, y, z, offsets|null], ...] as one JS array (cached)."""
+        if self._js is None:
+            import js  # type: ignore
+            from pyodide.ffi import to_js  # type: ignore
+            rows = [[s.pipeline, list(s.bind_groups), *s.workgroups, s.offsets] for s in self.steps]
+            self._js = to_js(rows)
+        return self._js
+
+
+def _encode(pass_, step):
+    for i, bg in enumerate(step.bind_groups):
+        if i == 0 and step.offsets is not None:
+            pass_.setBindGroup(0, bg, step._js_offsets)
+        else:
+            pass_.setBindGroup(i, bg)
+    pass_.setPipeline(step.pipeline)
+    x, y, z = step.workgroups
+    pass_.dispatchWorkgroups(x, y, z)
+
+
+def _prepare_offsets(plan: Plan):
+    for s in plan.steps:
+        if s.offsets is not None and not hasattr(s, "_js_offsets"):
+            s._js_offsets = _js_array(s.offsets)
+
+
+def _js_array(values):
+    import js  # type: ignore
+    a = js.Array.new()
+    for v in values:
+        a.push(v)
+    return a
+
+
+def _pass_desc(timestamps):
+    if timestamps is None:
+        return None
+    import js  # type: ignore
+    from .gpu import js_obj
+    qs, begin, end = timestamps
+    return js_obj({"timestampWrites": {"querySet": qs, "beginningOfPassWriteIndex": begin,
+                                       "endOfPassWriteIndex": end}})
+
+
+def replay_python(dev, plan: Plan, mode: str, timestamps=None):
+    """Encode and submit plan in mode, call by call from Python.  Returns None, or for naive mode an
+    awaitable.  timestamps=(querySet, begin, end) wraps the single pass of one_pass mode."""
+    import js  # type: ignore
+    _prepare_offsets(plan)
+    device, queue = dev.device, dev.queue
+    if mode == "naive":
+        return _replay_naive(dev, plan)
+    if mode == "sequential":
+        for s in plan.steps:
+            enc = device.createCommandEncoder()
+            p = enc.beginComputePass()
+            _encode(p, s)
+            p.end()
+            queue.submit(js.Array.of(enc.finish()))
+        return None
+    enc = device.createCommandEncoder()
+    if mode == "one_encoder":
+        for s in plan.steps:
+            p = enc.beginComputePass()
+            _encode(p, s)
+            p.end()
+    elif mode == "one_pass":
+        desc = _pass_desc(timestamps)
+        p = enc.beginComputePass(desc) if desc is not None else enc.beginComputePass()
+        for s in plan.steps:
+            _encode(p, s)
+        p.end()
+    else:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+    queue.submit(js.Array.of(enc.finish()))
+    return None
+
+
+async def _replay_naive(dev, plan: Plan):
+    import js  # type: ignore
+    for s in plan.steps:
+        enc = dev.device.createCommandEncoder()
+        p = enc.beginComputePass()
+        _encode(p, s)
+        p.end()
+        dev.queue.submit(js.Array.of(enc.finish()))
+        await dev.queue.onSubmittedWorkDone()
+
+
+def replay_js(dev, plan: Plan, mode: str, timestamps=None):
+    """Same as replay_python, in one FFI call into static/replay.js.  Naive mode returns a promise."""
+    import js  # type: ignore
+    if timestamps is not None:
+        qs, begin, end = timestamps
+        return js.dlReplay.replay(dev.device, plan.to_js(), mode, qs, begin, end)
+    return js.dlReplay.replay(dev.device, plan.to_js(), mode)
+
+
+async def replay(dev, plan: Plan, mode: str, driver: str = "python", timestamps=None):
+    """Replay and, for naive mode, wait for each step (other modes return right after submit)."""
+    fn = replay_python if driver == "python" else replay_js
+    r = fn(dev, plan, mode, timestamps)
+    if r is not None:
+        await r

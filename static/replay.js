@@ -1,0 +1,56 @@
+// Encode a recorded plan in one call: the JS twin of app/plan.py's replay_python.
+// steps: [[pipeline, [bindGroup, ...], x, y, z, offsets|null], ...] built once by Python.
+// Kept deliberately tiny: the difference between this and the Python loop is the FFI cost we measure.
+function encodeStep(pass, s) {
+  const groups = s[1];
+  for (let i = 0; i < groups.length; i++) {
+    if (i === 0 && s[5]) pass.setBindGroup(0, groups[0], s[5]);
+    else pass.setBindGroup(i, groups[i]);
+  }
+  pass.setPipeline(s[0]);
+  pass.dispatchWorkgroups(s[2], s[3], s[4]);
+}
+
+async function naive(device, steps) {
+  for (const s of steps) {
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    encodeStep(pass, s);
+    pass.end();
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  }
+}
+
+function replay(device, steps, mode, querySet, begin, end) {
+  if (mode === "naive") return naive(device, steps);
+  if (mode === "sequential") {
+    for (const s of steps) {
+      const enc = device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      encodeStep(pass, s);
+      pass.end();
+      device.queue.submit([enc.finish()]);
+    }
+    return null;
+  }
+  const enc = device.createCommandEncoder();
+  if (mode === "one_encoder") {
+    for (const s of steps) {
+      const pass = enc.beginComputePass();
+      encodeStep(pass, s);
+      pass.end();
+    }
+  } else if (mode === "one_pass") {
+    const desc = querySet ? {timestampWrites: {querySet, beginningOfPassWriteIndex: begin, endOfPassWriteIndex: end}} : undefined;
+    const pass = enc.beginComputePass(desc);
+    for (const s of steps) encodeStep(pass, s);
+    pass.end();
+  } else {
+    throw new Error("unknown replay mode " + mode);
+  }
+  device.queue.submit([enc.finish()]);
+  return null;
+}
+
+window.dlReplay = {replay};

@@ -1,0 +1,28 @@
+"""The page boots offline, fills the environment card, and explains a missing WebGPU without a traceback."""
+from conftest import CHROMIUM_FLAGS, launch, open_lab, page_text_has_no_traceback
+
+
+def test_boots_offline_and_fills_env_card(page, server):
+    assert open_lab(page, server) == "ready"
+    assert page.external_requests == []
+    card = page.inner_text("#env-card")
+    for needle in ("User agent", "Adapter", "Fallback adapter", "Cross-origin isolated", "Timer resolution", "Features",
+                   "maxStorageBufferBindingSize"):
+        assert needle in card
+    assert page.evaluate("crossOriginIsolated") is True
+    assert page_text_has_no_traceback(page)
+
+
+def test_no_webgpu_gets_explanation(playwright_instance, server):
+    flags = [f for f in CHROMIUM_FLAGS if f != "--enable-unsafe-webgpu"]
+    b = launch(playwright_instance, flags)
+    try:
+        p = b.new_page()
+        p.goto(server.url)
+        p.wait_for_selector("#status[data-state=error]", timeout=120_000)
+        box = p.inner_text("#error")
+        assert "WebGPU is not available" in box
+        assert "enable-unsafe-webgpu" in box
+        assert page_text_has_no_traceback(p)
+    finally:
+        b.close()
