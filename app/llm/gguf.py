@@ -11,6 +11,7 @@ dimension first, so numpy shape is reversed(ne).
 """
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 
@@ -70,6 +71,13 @@ class TensorInfo:
         return TYPE_NAMES.get(self.ggml_type, f"type{self.ggml_type}")
 
 
+_U64 = struct.Struct("<Q")
+
+
+def _element(what: str, i: int, indexed: bool) -> str:
+    return f"{what}[{i}]" if indexed else what
+
+
 class _Cursor:
     """Bounds-checked sequential reader over a memoryview."""
 
@@ -88,32 +96,26 @@ class _Cursor:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
     def string(self, what: str) -> str:
-        start = self.pos
-        raw = self.take(self.scalar("<Q", what), what)
-        try:
-            return str(raw, "utf-8")
-        except UnicodeDecodeError as e:
-            raise GGUFError(f"invalid utf-8 in {what} at offset {start}: {e.reason}") from None
+        return self.strings(1, what, indexed=False)[0]
 
-    def strings(self, n: int, what: str) -> list:
-        """n consecutive strings (fast path for tokenizer vocabularies)."""
-        buf, pos, size, out = self.buf, self.pos, len(self.buf), []
-        unpack_len = struct.Struct("<Q").unpack_from
-        try:
-            for _ in range(n):
-                length = unpack_len(buf, pos)[0]
-                end = pos + 8 + length
-                if end > size:
-                    break
+    def strings(self, n: int, what: str, indexed: bool = True) -> list:
+        """n consecutive strings (tight loop: vocabularies hold ~50k of them)."""
+        buf, size, pos, out = self.buf, len(self.buf), self.pos, []
+        for i in range(n):
+            if pos + 8 > size:
+                self.pos = pos
+                self.take(8, _element(what, i, indexed))
+            end = pos + 8 + _U64.unpack_from(buf, pos)[0]
+            if end > size:
+                self.pos = pos + 8
+                self.take(end - pos - 8, _element(what, i, indexed))
+            try:
                 out.append(str(buf[pos + 8:end], "utf-8"))
-                pos = end
-        except struct.error:
-            pass
-        except UnicodeDecodeError as e:
-            raise GGUFError(f"invalid utf-8 in {what}[{len(out)}] at offset {pos}: {e.reason}") from None
+            except UnicodeDecodeError as e:
+                raise GGUFError(f"invalid utf-8 in {_element(what, i, indexed)} "
+                                f"at offset {pos + 8}: {e.reason}") from None
+            pos = end
         self.pos = pos
-        if len(out) < n:  # re-read the failing element for a precise error message
-            self.string(f"{what}[{len(out)}]")
         return out
 
     def remaining(self) -> int:
@@ -217,10 +219,7 @@ class GGUFFile:
         if rel % self.alignment:
             raise GGUFError(f"tensor {name!r}: offset {rel} is not a multiple of the alignment "
                             f"{self.alignment}")
-        count = 1
-        for d in shape:
-            count *= d
-        nbytes = count // block * block_bytes
+        nbytes = math.prod(shape) // block * block_bytes
         start = self.data_offset + rel
         if start + nbytes > len(self._buf):
             raise GGUFError(f"truncated file: tensor {name!r} needs bytes {start}..{start + nbytes} "
