@@ -1,0 +1,44 @@
+"""`build.py bench` without Playwright: it launches the browser binary itself and gets results by POST."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, chromium_path
+
+from app import report
+
+
+def run_bench(site, tmp_path, *extra, timeout=600):
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, str(ROOT / "build.py"), "bench", "--dist", str(site), "--browser", chromium_path(),
+           "--json", str(out), *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p, out
+
+
+def test_direct_launch_dispatch_quick(site, tmp_path):
+    p, out = run_bench(site, tmp_path, "--suite", "dispatch", "--quick")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "driver=direct launch" in p.stdout
+    doc = json.loads(out.read_text())
+    report.validate(doc)
+    assert doc["env"]["adapter"]["architecture"]
+    assert "one_pass" in p.stdout and "sequential" in p.stdout  # the printed table
+    assert "[" in p.stdout and "%]" in p.stdout  # progress lines were shown
+
+
+def test_timeout_reports_last_progress(site, tmp_path):
+    p, out = run_bench(site, tmp_path, "--suite", "dispatch", "--timeout", "8", timeout=120)
+    assert p.returncode == 2
+    assert "no results within 8 s" in p.stdout
+    assert "Last progress:" in p.stdout or "sent no progress" in p.stdout
+    assert not out.exists()
+
+
+def test_bad_dist_is_a_clear_error(tmp_path):
+    p = subprocess.run([sys.executable, str(ROOT / "build.py"), "bench", "--dist", str(tmp_path), "--browser",
+                        chromium_path()], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert "not a built Dispatch Lab site" in p.stderr and "Traceback" not in p.stderr
