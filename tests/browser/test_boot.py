@@ -26,3 +26,21 @@ def test_no_webgpu_gets_explanation(playwright_instance, server):
         assert page_text_has_no_traceback(p)
     finally:
         b.close()
+
+
+def test_isolated_without_server_headers(page, site):
+    """A host that cannot set COOP/COEP (plain static server) still gets isolation via coi-serviceworker."""
+    import functools
+    import http.server
+    import threading
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/")
+        page.wait_for_selector("#status[data-state=ready]", timeout=120_000)
+        assert page.evaluate("crossOriginIsolated") is True
+        assert "Cross-origin isolated\nTrue" in page.inner_text("#env-card")
+    finally:
+        httpd.shutdown()
