@@ -1,0 +1,233 @@
+"""Greedy generation on the GPU, driven token by token from Python, with honest counters.
+
+    from app.llm.session import get_model
+    from app.llm.generate import generate
+    model = await get_model(lab, ctx_len)                 # ctx_len = len(prompt_ids) + max_new
+    result = await generate(lab, model, prompt_ids, max_new, plan="token_pass", driver="python",
+                            on_token=None)               # on_token(token_id, text_piece)
+    # result: prompt_tokens, ttft_ms, decode_tok_per_s, dispatches_per_token, submits_per_token,
+    #         readbacks_per_token, gpu_ms_per_token, generated_token_ids, text, stopped, plan, driver, …
+
+plan: a key of app.llm.model.PLANS (op_by_op, token_encoder, token_pass, + what others register);
+driver: "python" or "js" (app.plan.replay).  The prompt is fed token by token (positions 0..n-1);
+prompt tokens before the last run the plan without head/argmax.  Each token that yields a new id runs
+the full plan, then reads back tokens[1] (4 bytes: the only readback per token).  Generation stops at
+EOS, at max_new, or when lab.cancel_requested is set (Stop): then the result holds what was made so
+far, with stopped = "cancelled".  Counters are summed from every replay actually made, and compared
+by the caller with the plan's declared count.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import STEP_STRIDE
+from .model import PLANS, Model
+
+TIMED_TOKENS = 512                     # GPU timestamps for at most this many tokens per run
+
+
+def _now() -> float:
+    import js  # type: ignore
+    return float(js.performance.now())
+
+
+class Counters:
+    def __init__(self):
+        self.dispatches = self.submits = self.readbacks = 0
+
+    def add(self, counts: dict) -> None:
+        self.dispatches += counts["dispatches"]
+        self.submits += counts["submits"]
+
+
+class GpuTimer:
+    """Four timestamps per timed token (begin/end of its first and of its last timed pass), resolved
+    and read once at the end of the run, so timing adds no per-token readback."""
+
+    def __init__(self, dev, tokens: int):
+        from app.gpu import COPY_SRC, QUERY_RESOLVE
+        self.dev, self.cap = dev, tokens
+        self.qs = dev.create_query_set(4 * tokens)
+        self.buf = dev.create_buffer(32 * tokens, QUERY_RESOLVE | COPY_SRC, "timestamps")
+        self.used = 0
+        self.single_pass = True
+
+    def next(self):
+        """(querySet, first index) for the next token, or None once the set is full."""
+        if self.used >= self.cap:
+            return None
+        self.used += 1
+        return (self.qs, 4 * self.used - 4)
+
+    async def read_ms(self) -> list[float]:
+        if not self.used:
+            return []
+        import js  # type: ignore
+        enc = self.dev.device.createCommandEncoder()
+        enc.resolveQuerySet(self.qs, 0, 4 * self.used, self.buf, 0)
+        self.dev.queue.submit(js.Array.of(enc.finish()))
+        raw = np.frombuffer(await self.dev.read_buffer(self.buf, 32 * self.used), dtype=np.uint64)
+        self.qs.destroy()
+        self.buf.destroy()
+        t = raw.reshape(-1, 4).astype(np.int64)
+        end = t[:, 1] if self.single_pass else t[:, 3]
+        return [float(x) / 1e6 for x in (end - t[:, 0])]
+
+
+async def _run(dev, plan, mode: str, driver: str, counters: Counters, ts=None) -> None:
+    """Replay one token's plan.  With timestamps: one_pass wraps its single pass; sequential times its
+    first pass's start to its last pass's end by replaying the first and last steps as one-step
+    one_pass plans (the same one encoder/pass/submit each, so nothing extra is submitted)."""
+    from app.plan import replay
+    if ts is None or mode not in ("one_pass", "sequential"):
+        await replay(dev, plan, mode, driver)
+        counters.add(plan.counts(mode))
+        return
+    qs, i = ts
+    if mode == "one_pass":
+        await replay(dev, plan, mode, driver, timestamps=(qs, i, i + 1))
+        counters.add(plan.counts(mode))
+        return
+    first, mid, last = _split(plan)
+    await replay(dev, first, "one_pass", driver, timestamps=(qs, i, i + 1))      # i: the token's start
+    await replay(dev, mid, "sequential", driver)
+    await replay(dev, last, "one_pass", driver, timestamps=(qs, i + 2, i + 3))   # i + 3: its end
+    for p, md in ((first, "one_pass"), (mid, "sequential"), (last, "one_pass")):
+        counters.add(p.counts(md))
+
+
+def _split(plan):
+    if not hasattr(plan, "_split"):
+        from app.plan import Plan
+        parts = [Plan(), Plan(), Plan()]
+        for i, s in enumerate(plan.steps):
+            parts[0 if i == 0 else 2 if i == len(plan.steps) - 1 else 1].steps.append(s)
+        plan._split = parts
+    return plan._split
+
+
+class Readback:
+    """tokens[slot + 1] → host through one persistent staging buffer (1 copy submit + 1 map per token)."""
+
+    def __init__(self, dev):
+        from app.gpu import COPY_DST, MAP_READ
+        self.dev = dev
+        self.staging = dev.create_buffer(256, MAP_READ | COPY_DST, "token readback")
+
+    async def token(self, tokens_buf, slot: int) -> int:
+        import js  # type: ignore
+        from app.gpu import MAP_READ
+        enc = self.dev.device.createCommandEncoder()
+        enc.copyBufferToBuffer(tokens_buf, 4 * (slot + 1), self.staging, 0, 4)
+        self.dev.queue.submit(js.Array.of(enc.finish()))
+        await self.staging.mapAsync(MAP_READ, 0, 4)
+        value = int(js.Uint32Array.new(self.staging.getMappedRange(0, 4))[0])
+        self.staging.unmap()
+        self.dev.raise_if_lost()
+        return value
+
+
+def write_step(m: Model, token: int | None, pos: int, slot: int = 0) -> None:
+    """Host side of the token state: tokens[slot] = token (unless None) and steps[slot] = {pos, slot}."""
+    if token is not None:
+        m.dev.write_buffer(m.act["tokens"], 4 * slot, np.array([token], np.uint32))
+    m.dev.write_buffer(m.act["steps"], STEP_STRIDE * slot, np.array([pos, slot, 0, 0], np.uint32))
+
+
+def check_request(m: Model, prompt_ids: list, max_new: int) -> None:
+    if not prompt_ids:
+        raise ValueError("the prompt is empty: type some text to continue")
+    if max_new < 1:
+        raise ValueError(f"max new tokens must be at least 1 (got {max_new})")
+    need = len(prompt_ids) + max_new
+    if need > m.cfg.ctx:
+        raise ValueError(f"the prompt ({len(prompt_ids)} tokens) plus {max_new} new tokens is {need} tokens, "
+                         f"over the model's context length of {m.cfg.ctx}; shorten the prompt or ask for fewer tokens")
+    if need > m.ctx:
+        raise ValueError(f"the KV cache holds {m.ctx} positions but this run needs {need}")
+
+
+async def generate(lab, m: Model, prompt_ids: list, max_new: int, plan: str = "token_pass",
+                   driver: str = "python", on_token=None, logits_out: list | None = None) -> dict:
+    """Greedy generation; see the module docstring.  logits_out (debug): gets the float32 logits of
+    each full forward (extra readbacks, not counted in the metrics)."""
+    if plan not in PLANS:
+        raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
+    if driver not in ("python", "js"):
+        raise ValueError(f"unknown driver {driver!r}; choose python or js")
+    check_request(m, prompt_ids, max_new)
+    spec, dev = PLANS[plan], m.dev
+    full, pre = m.plan(plan, 0, True), m.plan(plan, 0, False)
+    timer = GpuTimer(dev, min(TIMED_TOKENS, max_new)) if "timestamp-query" in dev.features \
+        and spec.mode in ("one_pass", "sequential") else None
+    if timer:
+        timer.single_pass = spec.mode == "one_pass"
+    rb, pre_c, dec_c = Readback(dev), Counters(), Counters()
+    decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
+    stopped, t_first, t_last = "max_new_tokens", None, None
+    t0 = _now()
+    for pos, tok in enumerate(prompt_ids[:-1]):
+        if lab.cancel_requested:
+            stopped = "cancelled"
+            break
+        write_step(m, tok, pos)
+        await _run(dev, pre, spec.mode, driver, pre_c)
+    tok, pos = prompt_ids[-1], len(prompt_ids) - 1
+    while stopped != "cancelled":  # each pass feeds tok at pos and yields one new token
+        write_step(m, tok, pos)
+        await _run(dev, full, spec.mode, driver, dec_c, timer.next() if timer else None)
+        nxt = await rb.token(m.act["tokens"], 0)
+        dec_c.readbacks += 1
+        t_last = _now()
+        t_first = t_first if t_first is not None else t_last
+        if logits_out is not None:
+            logits_out.append(await dev.read_buffer(m.act["logits"], 4 * m.cfg.vocab))
+        if not 0 <= nxt < m.cfg.vocab:
+            raise ArithmeticError(f"argmax returned {nxt}: the logits were all NaN (a numerical fault in a kernel)")
+        out.append(nxt)
+        piece = decoder.feed(nxt)
+        pieces.append(piece)
+        if on_token is not None:
+            on_token(nxt, piece)
+        if nxt == m.cfg.eos_id:
+            stopped = "eos"
+            break
+        if len(out) >= max_new:
+            break
+        if lab.cancel_requested:
+            stopped = "cancelled"
+            break
+        tok, pos = nxt, pos + 1
+    pieces.append(decoder.flush())
+    gpu_ms = await timer.read_ms() if timer else []
+    n = max(len(out), 1)
+    return {
+        "prompt_tokens": len(prompt_ids),
+        "generated_token_ids": out,
+        "text": "".join(pieces),
+        "stopped": stopped,
+        "ttft_ms": round(t_first - t0, 3) if t_first is not None else None,
+        "decode_tok_per_s": round((len(out) - 1) * 1000 / (t_last - t_first), 3) if len(out) > 1 and t_last > t_first else None,
+        "decode_ms_per_token": round((t_last - t_first) / (len(out) - 1), 3) if len(out) > 1 else None,
+        "dispatches_per_token": dec_c.dispatches / n,
+        "expected_dispatches_per_token": spec.dispatches(m.cfg, True),
+        "prefill_dispatches_per_token": pre_c.dispatches / max(len(prompt_ids) - 1, 1) if len(prompt_ids) > 1 else None,
+        "expected_prefill_dispatches_per_token": spec.dispatches(m.cfg, False),
+        "submits_per_token": dec_c.submits / n + dec_c.readbacks / n,   # the readback's copy is a submit too
+        "readbacks_per_token": dec_c.readbacks / n,
+        "gpu_ms_per_token": round(float(np.mean(gpu_ms)), 4) if gpu_ms else "unsupported",
+        "gpu_timing": _timing_note(dev, spec.mode, gpu_ms),
+        "plan": plan, "mode": spec.mode, "driver": driver,
+        "wall_s": round((_now() - t0) / 1000, 3),
+    }
+
+
+def _timing_note(dev, mode: str, gpu_ms: list) -> str:
+    if "timestamp-query" not in dev.features:
+        return "this adapter has no timestamp-query"
+    if mode == "one_pass":
+        return f"timestampWrites around each token's single pass ({len(gpu_ms)} tokens)"
+    if mode == "sequential":
+        return f"first pass start to last pass end of each token, GPU idle gaps between submits included ({len(gpu_ms)} tokens)"
+    return f"not measured in {mode} mode: app.plan.replay can only time one_pass passes"
+

@@ -1,0 +1,81 @@
+"""The "llm" suite: parse and check the run's parameters, load the model, generate, build the section.
+
+Parameters (URL query in autorun, the form in the panel): prompt, chat=1, max_new_tokens, plan, driver,
+model (a GGUF path/URL; default the built-in SmolLM2).  Bad values raise ValueError with a message
+meant for the page.  Pure helper: parse_params (CPython-testable).
+"""
+from __future__ import annotations
+
+DEFAULT_PROMPT = "The capital of France is"
+DEFAULT_MAX_NEW = 32
+MAX_NEW_LIMIT = 4096
+TRUE = ("1", "true", "yes", "on")
+
+
+def parse_params(params: dict, plans=None) -> dict:
+    """{prompt, chat, max_new, plan, driver} from string params; ValueError on bad input."""
+    from .model import PLANS
+    plans = PLANS if plans is None else plans
+    prompt = params.get("prompt", DEFAULT_PROMPT)
+    if prompt is None or not str(prompt).strip():
+        raise ValueError("the prompt is empty: type some text for the model to continue")
+    raw = str(params.get("max_new_tokens", DEFAULT_MAX_NEW)).strip()
+    try:
+        max_new = int(raw)
+    except ValueError:
+        raise ValueError(f"max new tokens must be a whole number, got {raw!r}") from None
+    if not 1 <= max_new <= MAX_NEW_LIMIT:
+        raise ValueError(f"max new tokens must be between 1 and {MAX_NEW_LIMIT}, got {max_new}")
+    plan = params.get("plan") or "token_pass"
+    if plan not in plans:
+        raise ValueError(f"unknown plan {plan!r}; choose one of: {', '.join(plans)}")
+    driver = params.get("driver") or "python"
+    if driver not in ("python", "js"):
+        raise ValueError(f"unknown driver {driver!r}; choose python or js")
+    return {"prompt": str(prompt), "chat": str(params.get("chat", "")).lower() in TRUE, "max_new": max_new,
+            "plan": plan, "driver": driver}
+
+
+def memory_mb(memory: dict) -> dict:
+    out = {k: round(v / 1e6, 3) for k, v in memory.items()}
+    out["total"] = round(sum(memory.values()) / 1e6, 3)
+    return out
+
+
+async def run(lab, params: dict, on_token=None, logits_out=None) -> dict:
+    """Run one generation and return the "llm" section."""
+    from app.gpu import WebGPUUnavailable
+    from .generate import check_request, generate
+    from .session import get_model
+    p = parse_params(params)
+    if lab.dev is None:
+        raise WebGPUUnavailable("WebGPU is not available in this browser, so the model cannot run here.")
+    m = await get_model(lab, 0, params.get("model"))
+    tok = m.tokenizer
+    text = tok.chat_prompt(p["prompt"]) if p["chat"] else p["prompt"]
+    ids = tok.encode(text)
+    check_request(_Ctx(m.cfg), ids, p["max_new"])  # before the KV cache is sized for it
+    m = await get_model(lab, len(ids) + p["max_new"], params.get("model"))
+    lab.progress(f"generating with plan {p['plan']} ({p['driver']} driver)", None)
+    r = await generate(lab, m, ids, p["max_new"], p["plan"], p["driver"], on_token, logits_out)
+    counted, declared = r["dispatches_per_token"], r["expected_dispatches_per_token"]
+    section = {
+        "model": m.info["file"], "model_sha256": m.info["sha256"], "model_verified": m.info["sha256_verified"],
+        "prompt": p["prompt"], "chat": p["chat"], "max_new_tokens": p["max_new"], "prompt_token_ids": ids,
+        **r,
+        "dispatch_count_ok": r["generated_token_ids"] == [] or counted == declared,
+        "ctx": m.ctx, "gpu_memory_mb": memory_mb(m.memory),
+        "tuning": dict(vars(m.tuning)),
+        "config": {k: getattr(m.cfg, k) for k in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
+                                                   "ffn", "vocab", "ctx")},
+    }
+    lab.progress(f"generated {len(r['generated_token_ids'])} tokens ({r['stopped']})", 1.0)
+    return section
+
+
+class _Ctx:
+    """Stand-in with the model's config and an unlimited cache, so check_request reports the context
+    length error before any KV cache is allocated."""
+
+    def __init__(self, cfg):
+        self.cfg, self.ctx = cfg, cfg.ctx
