@@ -1,0 +1,143 @@
+"""Each fused WGSL kernel of the `fused`/`gpu_loop` plans, run alone in the page (window.dlLLM.runKernel)
+on small random inputs, against numpy (the reference module's own rmsnorm/rope/attention/silu).
+
+Shapes hit edges: partial workgroups (rows not a multiple of R), GQA with 2 query heads per KV head,
+partial RoPE, an argmax tie that must go to the lowest index, and several workgroup sizes (the subgroup
+size is the adapter's, 4 on SwiftShader).  Error bound for dot products, as in test_llm_kernels:
+|gpu − exact| ≤ 1e-5 · Σ|terms| — any indexing or dequantization mistake moves results by far more.
+"""
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+from app.bench.isolation import dequant_q4_1, make_q4_1
+from app.llm import reference
+from app.llm.session import rope_table
+from conftest import open_lab
+
+RNG = np.random.default_rng(11)
+EPS = 1e-5
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, server):
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    assert open_lab(page, server) == "ready"
+    page.wait_for_function("window.dlLLM !== undefined", timeout=30_000)
+    yield page
+    ctx.close()
+
+
+def run_kernel(page, file, constants, buffers, workgroups, read, step=None, entry="main"):
+    spec = {"file": file, "entry": entry, "constants": constants, "workgroups": list(workgroups),
+            "buffers": [base64.b64encode(np.ascontiguousarray(b).tobytes()).decode() for b in buffers],
+            "read": list(read), "step": step or {"pos": 0, "slot": 0}}
+    out = json.loads(page.evaluate("async (s) => await dlLLM.runKernel(s)", json.dumps(spec)))
+    assert "error" not in out, out["error"]
+    return {int(k): np.frombuffer(base64.b64decode(v), np.float32) for k, v in out["outputs"].items()}
+
+
+def q4_1(rows, cols, seed):
+    blocks = make_q4_1(rows, cols, seed)
+    return blocks.reshape(-1).view(np.uint8), dequant_q4_1(blocks)
+
+
+def q8_0(rows, cols):
+    n = rows * cols // 32
+    blocks = np.zeros((n, 34), np.uint8)
+    blocks[:, 0:2] = RNG.uniform(0.001, 0.02, n).astype("<f2").view(np.uint8).reshape(n, 2)
+    blocks[:, 2:] = RNG.integers(0, 256, (n, 32))
+    d = blocks[:, 0:2].copy().view("<f2").astype(np.float32)
+    w = (d * blocks[:, 2:].view(np.int8).astype(np.float32)).reshape(rows, cols)
+    return blocks.reshape(-1), w
+
+
+def assert_dot_close(got, w, x):
+    exact = w.astype(np.float64) @ x.astype(np.float64)
+    bound = 1e-5 * (np.abs(w.astype(np.float64)) @ np.abs(x.astype(np.float64))) + 1e-30
+    assert np.all(np.abs(got - exact) <= bound), float(np.max(np.abs(got - exact) / bound))
+
+
+@pytest.mark.parametrize("r,wg", [(16, 64), (8, 32), (64, 256)])
+def test_matvec_q4_1_add(lab_page, r, wg):
+    rows, cols = 45, 96
+    raw, w = q4_1(rows, cols, seed=r)
+    v = RNG.standard_normal(cols).astype(np.float32)
+    y0 = RNG.standard_normal(rows).astype(np.float32)
+    out = run_kernel(lab_page, "matvec_q4_1_add.wgsl", {"ROWS": rows, "COLS": cols, "R": r, "WG": wg},
+                     [raw, v, y0], (-(-rows // r), 1, 1), [2])
+    assert_dot_close(out[2] - y0, w, v)
+
+
+@pytest.mark.parametrize("r,wg", [(16, 64), (4, 128)])
+def test_ffn_gate_up_silu(lab_page, r, wg):
+    d, ffn = 128, 40
+    raw, w = q4_1(2 * ffn, d, seed=3)
+    x = RNG.standard_normal(d).astype(np.float32)
+    nw = RNG.uniform(0.5, 1.5, d).astype(np.float32)
+    out = run_kernel(lab_page, "ffn_gate_up_silu.wgsl", {"D": d, "FFN": ffn, "EPS": EPS, "R": r, "WG": wg},
+                     [x, nw, raw, np.zeros(ffn, np.float32)], (-(-ffn // r), 1, 1), [3])
+    xn = reference.rmsnorm(x, nw, EPS)
+    gu = w.astype(np.float64) @ xn
+    want = reference.silu(gu[:ffn]) * gu[ffn:]
+    np.testing.assert_allclose(out[3], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("r,wg", [(16, 64), (32, 128)])
+def test_head_q8_0_argmax_stage1(lab_page, r, wg):
+    d, rows = 128, 77
+    x = RNG.standard_normal(d).astype(np.float32)
+    nw = RNG.uniform(0.5, 1.5, d).astype(np.float32)
+    xn = reference.rmsnorm(x, nw, EPS)
+    raw, _ = q8_0(rows, d)
+    blocks = raw.reshape(rows, d // 32, 34)
+    blocks[20, :, 2:] = np.where(xn > 0, 127, -127).astype(np.int8).reshape(-1, 32).view(np.uint8)
+    blocks[50] = blocks[20]                           # a tie for the maximum: row 20 must win
+    dq = blocks[..., 0:2].copy().view("<f2").astype(np.float32)
+    e = (dq * blocks[..., 2:].view(np.int8).astype(np.float32)).reshape(rows, d)
+    nparts = -(-rows // r)
+    out = run_kernel(lab_page, "head_q8_0_argmax.wgsl", {"D": d, "ROWS": rows, "EPS": EPS, "R": r, "WG": wg},
+                     [x, nw, blocks.reshape(-1), np.zeros(rows, np.float32), np.zeros(2 * nparts, np.float32)],
+                     (nparts, 1, 1), [3, 4])
+    assert_dot_close(out[3], e, xn)
+    parts = out[4].view(np.uint32).reshape(nparts, 2)
+    for g in range(nparts):
+        chunk = out[3][g * r:(g + 1) * r]
+        assert parts[g, 1] == g * r + int(np.argmax(chunk))      # lowest index among equal maxima
+        assert parts[g, 0:1].view(np.float32)[0] == chunk.max()
+    assert int(np.argmax(out[3])) == 20 and out[3][20] == out[3][50]
+
+
+@pytest.mark.parametrize("wg,rope_dim,pos", [(64, 32, 5), (32, 16, 0), (128, 32, 9)])
+def test_attn_block_fused(lab_page, wg, rope_dim, pos):
+    d, heads, kvh, hd, ctx = 128, 4, 2, 32, 12
+    q_dim, kv = heads * hd, kvh * hd
+    raw, w = q4_1(q_dim + 2 * kv, d, seed=wg + pos)
+    x = RNG.standard_normal(d).astype(np.float32)
+    nw = RNG.uniform(0.5, 1.5, d).astype(np.float32)
+    kc = RNG.standard_normal((ctx, kvh, hd)).astype(np.float32)
+    vc = RNG.standard_normal((ctx, kvh, hd)).astype(np.float32)
+    table = rope_table(ctx, 10000.0, rope_dim)
+    consts = {"D": d, "HEADS": heads, "KV_HEADS": kvh, "HEAD_DIM": hd, "ROPE_DIM": rope_dim, "EPS": EPS,
+              "WG": wg, "PACC": max(wg, hd)}
+    out = run_kernel(lab_page, "attn_block_fused.wgsl", consts,
+                     [x, nw, raw, table, kc, vc, np.zeros(heads * ctx, np.float32), np.zeros(q_dim, np.float32)],
+                     (heads, 1, 1), [5, 6, 8], step={"pos": pos, "slot": 1})
+    qkv = (w.astype(np.float64) @ reference.rmsnorm(x, nw, EPS)).astype(np.float32)
+    q = reference.rope(qkv[:q_dim].reshape(heads, hd), pos, 10000.0, rope_dim)
+    k = reference.rope(qkv[q_dim:q_dim + kv].reshape(kvh, hd), pos, 10000.0, rope_dim)
+    v = qkv[q_dim + kv:].reshape(kvh, hd)
+    got_k, got_v = out[5].reshape(ctx, kvh, hd), out[6].reshape(ctx, kvh, hd)
+    np.testing.assert_allclose(got_k[pos], k, rtol=1e-4, atol=1e-4 * np.abs(k).max())
+    np.testing.assert_allclose(got_v[pos], v, rtol=1e-4, atol=1e-4 * np.abs(v).max())
+    others = [t for t in range(ctx) if t != pos]
+    np.testing.assert_array_equal(got_k[others], kc[others])     # only position pos is written
+    np.testing.assert_array_equal(got_v[others], vc[others])
+    kc[pos], vc[pos] = k, v
+    want = reference.attention(q, kc[:pos + 1], vc[:pos + 1]).reshape(-1)
+    np.testing.assert_allclose(out[8], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
