@@ -123,3 +123,6 @@ SECTIONS: dict = {}
 
 def section(name: str, validator, formatter, csv_rows) -> None:
     SECTIONS[name] = (validator, formatter, csv_rows)
+
+
+from app.bench import dispatch_report  # noqa: E402,F401  (registers the "dispatch" section)

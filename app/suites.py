@@ -7,6 +7,7 @@ from app import report
 
 # suite name -> module path exposing  mount(lab), render(lab, section) and  async run(lab, params) -> section
 PANELS: dict = {}
+PANELS["dispatch"] = "app.ui.dispatch_panel"
 PANELS["llm"] = "app.ui.llm_panel"
 PANELS["amortize"] = "app.ui.amortize_panel"
 ORDER = ("dispatch", "llm", "amortize", "compare")

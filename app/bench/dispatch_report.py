@@ -1,0 +1,180 @@
+"""The "dispatch" section of a results file: validation, text tables and CSV rows (pure stdlib).
+
+Registered with app.report at import time, so ``report.validate``, ``format_tables`` and ``to_csv``
+(used by the page, by ``build.py bench`` and by the tests) all know the section.
+"""
+from __future__ import annotations
+
+from app import report
+from app.report import fmt, is_num, need, need_keys, table
+
+MODES = ("naive", "sequential", "one_encoder", "one_pass")
+DRIVERS = ("python", "js", "gpu")
+LADDER = ("naive", "sequential", "one_encoder", "one_pass")
+
+
+# ------------------------------------------------------------------------------------------ validation
+def _need_str(obj, key, where, allowed=None):
+    v = obj[key]
+    need(isinstance(v, str) and v != "", f"{where}.{key}", f"expected a non-empty string, got {v!r}")
+    if allowed is not None:
+        need(v in allowed, f"{where}.{key}", f"{v!r} is not one of {', '.join(allowed)}")
+
+
+def _need_num(obj, key, where):
+    need(is_num(obj[key]), f"{where}.{key}", f"expected a number, got {obj[key]!r}")
+
+
+def _need_list(sec, key, where):
+    need(isinstance(sec[key], list), f"{where}.{key}", f"expected a list, got {type(sec[key]).__name__}")
+    return sec[key]
+
+
+def validate_row(row, where: str) -> None:
+    need_keys(row, ("mode", "dtype", "driver", "n", "per_dispatch_us", "reps"), where)
+    _need_str(row, "mode", where, MODES)
+    _need_str(row, "dtype", where)
+    _need_str(row, "driver", where, DRIVERS)
+    for k in ("n", "reps"):
+        v = row[k]
+        need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, f"{where}.{k}",
+             f"expected a positive integer, got {v!r}")
+    pd = row["per_dispatch_us"]
+    need_keys(pd, ("median", "ci95"), f"{where}.per_dispatch_us")
+    _need_num(pd, "median", f"{where}.per_dispatch_us")
+    ci = pd["ci95"]
+    need(isinstance(ci, list) and len(ci) == 2 and all(is_num(x) for x in ci), f"{where}.per_dispatch_us.ci95",
+         f"expected [low, high] numbers, got {ci!r}")
+    need(ci[0] <= ci[1], f"{where}.per_dispatch_us.ci95", f"low {ci[0]} exceeds high {ci[1]}")
+
+
+def validate_fit(fit, where: str) -> None:
+    need_keys(fit, ("mode", "dtype", "driver", "slope_us", "intercept_us", "r2"), where)
+    _need_str(fit, "mode", where, MODES)
+    _need_str(fit, "dtype", where)
+    _need_str(fit, "driver", where, DRIVERS)
+    for k in ("slope_us", "intercept_us", "r2"):
+        _need_num(fit, k, where)
+
+
+def validate(sec, where: str) -> None:
+    need_keys(sec, ("rows", "fits", "naive_over_sequential", "unsupported"), where)
+    for i, row in enumerate(_need_list(sec, "rows", where)):
+        validate_row(row, f"{where}.rows[{i}]")
+    for i, fit in enumerate(_need_list(sec, "fits", where)):
+        validate_fit(fit, f"{where}.fits[{i}]")
+    r = sec["naive_over_sequential"]
+    # None only with a stated reason: a stopped run, or a run that could not fit naive/sequential
+    need(is_num(r) or (r is None and (sec.get("partial") or sec.get("naive_over_sequential_note"))),
+         f"{where}.naive_over_sequential", f"expected a number, got {r!r}")
+    for i, u in enumerate(_need_list(sec, "unsupported", where)):
+        need_keys(u, ("dtype", "reason"), f"{where}.unsupported[{i}]")
+        _need_str(u, "dtype", f"{where}.unsupported[{i}]")
+        _need_str(u, "reason", f"{where}.unsupported[{i}]")
+    gpu = sec.get("gpu")
+    if gpu is not None:
+        need_keys(gpu, ("status",), f"{where}.gpu")
+        for i, row in enumerate(gpu.get("rows") or []):
+            validate_row(row, f"{where}.gpu.rows[{i}]")
+        for i, fit in enumerate(gpu.get("fits") or []):
+            validate_fit(fit, f"{where}.gpu.fits[{i}]")
+
+
+# ------------------------------------------------------------------------------------------ derived views
+def _fit(fits, mode, dtype, driver):
+    return next((f for f in fits if (f["mode"], f["dtype"], f["driver"]) == (mode, dtype, driver)), None)
+
+
+def ladder(sec: dict, dtype: str = "f32") -> list[tuple[str, float | None, str]]:
+    """[(step, µs per dispatch or None, note)]: the slopes from most to least submission overhead."""
+    out = []
+    for mode in LADDER:
+        f = _fit(sec.get("fits", []), mode, dtype, "python")
+        out.append((mode, f["slope_us"] if f else None, "" if f else "not measured"))
+    gpu = sec.get("gpu") or {}
+    f = _fit(gpu.get("fits") or [], "one_pass", dtype, "gpu")
+    if f:
+        note = "timestamps quantized to 100 µs: coarse" if gpu.get("quantized") else "timestamp queries"
+        out.append(("GPU time", f["slope_us"], note))
+    else:
+        out.append(("GPU time", None, gpu.get("reason") or "unsupported here"))
+    return out
+
+
+def series_summary(sec: dict) -> list[list]:
+    """One line per series: largest-N per-dispatch median and CI, and the fit."""
+    rows = list(sec.get("rows", [])) + list((sec.get("gpu") or {}).get("rows") or [])
+    fits = list(sec.get("fits", [])) + list((sec.get("gpu") or {}).get("fits") or [])
+    last = {}
+    for r in rows:
+        k = (r["mode"], r["dtype"], r["driver"])
+        if k not in last or r["n"] > last[k]["n"]:
+            last[k] = r
+    out = []
+    for k, r in last.items():
+        f = _fit(fits, *k)
+        pd = r["per_dispatch_us"]
+        out.append([*k, r["n"], f"{fmt(pd['median'])} [{fmt(pd['ci95'][0])}, {fmt(pd['ci95'][1])}]", r["reps"],
+                    fmt(f["slope_us"]) if f else "—", fmt(f["intercept_us"]) if f else "—",
+                    fmt(f["r2"], 4) if f else "—"])
+    return out
+
+
+# ------------------------------------------------------------------------------------------ text + csv
+def format_section(sec: dict) -> str:
+    parts = ["Dispatch cost (µs; per-dispatch = total/N, median [bootstrap 95% CI] over repetitions;"
+             " slope/intercept/r² = least-squares fit of total time against N)"]
+    if sec.get("partial"):
+        parts.append(f"PARTIAL: {sec.get('partial_reason', 'the run stopped early')}")
+    parts.append(table(["mode", "dtype", "driver", "N", "per-dispatch µs at N", "reps", "slope µs",
+                        "intercept µs", "r²"], series_summary(sec)))
+    lad = ladder(sec)
+    parts += ["", "Ladder (f32, Python driver; µs per dispatch = slope)",
+              table(["step", "µs/dispatch", "note"], [[s, fmt(v), note] for s, v, note in lad])]
+    split = sec.get("driver_split") or []
+    if split:
+        parts += ["", "Driver split (FFI cost per dispatch = Python slope − JS slope)",
+                  table(["mode", "dtype", "python µs", "js µs", "ffi µs/dispatch"],
+                        [[d["mode"], d["dtype"], fmt(d["python_slope_us"]), fmt(d["js_slope_us"]),
+                          fmt(d["ffi_us_per_dispatch"])] for d in split])]
+    r = sec.get("naive_over_sequential")
+    parts += ["", f"naive_over_sequential (f32, Python driver: naive slope / sequential slope): "
+                  f"{fmt(r) + '×' if r is not None else 'not measured'}"]
+    for u in sec.get("unsupported", []):
+        parts.append(f"{u['dtype']}: unsupported here ({u['reason']})")
+    for c in sec.get("checks", []):
+        if not c.get("ok"):
+            parts.append(f"CHECK FAILED for {c.get('dtype')}: buffer holds {c.get('got')}, expected {c.get('expected')}")
+    sched = sec.get("schedule") or {}
+    if sched.get("naive_note"):
+        parts.append(f"note: {sched['naive_note']}")
+    return "\n".join(parts)
+
+
+CSV_HEADER = ["kind", "mode", "dtype", "driver", "n", "median_us", "ci95_lo_us", "ci95_hi_us", "reps",
+              "slope_us", "intercept_us", "r2", "value", "reason"]
+
+
+def csv_rows(sec: dict) -> list[list]:
+    out = [CSV_HEADER]
+    gpu = sec.get("gpu") or {}
+    for kind, rows in (("row", sec.get("rows", [])), ("gpu_row", gpu.get("rows") or [])):
+        for r in rows:
+            pd = r["per_dispatch_us"]
+            out.append([kind, r["mode"], r["dtype"], r["driver"], r["n"], pd["median"], *pd["ci95"], r["reps"],
+                        "", "", "", "", ""])
+    for kind, fits in (("fit", sec.get("fits", [])), ("gpu_fit", gpu.get("fits") or [])):
+        for f in fits:
+            out.append([kind, f["mode"], f["dtype"], f["driver"], "", "", "", "", "", f["slope_us"],
+                        f["intercept_us"], f["r2"], "", ""])
+    for d in sec.get("driver_split") or []:
+        out.append(["ffi", d["mode"], d["dtype"], "python-js", "", "", "", "", "", "", "", "",
+                    d["ffi_us_per_dispatch"], ""])
+    out.append(["naive_over_sequential", "", "f32", "python", "", "", "", "", "", "", "", "",
+                sec.get("naive_over_sequential"), ""])
+    for u in sec.get("unsupported", []):
+        out.append(["unsupported", "", u["dtype"], "", "", "", "", "", "", "", "", "", "", u["reason"]])
+    return out
+
+
+report.section("dispatch", validate, format_section, csv_rows)
