@@ -4,6 +4,8 @@
       spec = {"file", "entry"?, "constants", "workgroups": [x, y, z], "step"?: {"pos", "slot"},
               "buffers": [base64 bytes, one per non-step binding, in binding order], "read": [binding...]}
       → {"outputs": {binding: base64 bytes}}
+  await dlLLM.profile(params)  GPU time per kernel of one token (each dispatch in its own timed pass)
+      → {"kernels": {kernel: {"count", "ms"}}, "total_ms"}   (needs timestamp-query)
   await dlLLM.run(params)      run the llm suite with params (as the URL would give them) in this page,
       keeping the loaded model; params.capture_logits = true also returns every full forward's logits
       → {"section": {...}, "logits": [base64 float32, ...]}   (or {"error": message})
@@ -73,6 +75,47 @@ async def run_suite(lab, params: dict) -> dict:
     return {"section": section, "logits": [base64.b64encode(x).decode() for x in (logits or [])]}
 
 
+async def profile(lab, params: dict) -> dict:
+    """Time every dispatch of one full token (pos 0, token params.token or 1) in its own pass."""
+    import js  # type: ignore
+    from app.gpu import COPY_SRC, QUERY_RESOLVE, js_obj
+    from .generate import write_step
+    from .session import get_model
+    if "timestamp-query" not in lab.dev.features:
+        return {"error": "this adapter has no timestamp-query"}
+    m = await get_model(lab, 8, params.get("model"))
+    plan = m.plan("token_pass", 0, True)
+    n = len(plan.steps)
+    qs = lab.dev.create_query_set(2 * n)
+    buf = lab.dev.create_buffer(16 * n, QUERY_RESOLVE | COPY_SRC, "profile")
+    write_step(m, int(params.get("token", 1)), 0)
+    enc = lab.dev.device.createCommandEncoder()
+    for i, s in enumerate(plan.steps):
+        p = enc.beginComputePass(js_obj({"timestampWrites": {"querySet": qs, "beginningOfPassWriteIndex": 2 * i,
+                                                             "endOfPassWriteIndex": 2 * i + 1}}))
+        p.setPipeline(s.pipeline)
+        if s.offsets is not None:
+            p.setBindGroup(0, s.bind_groups[0], js.Array.of(*s.offsets))
+        else:
+            p.setBindGroup(0, s.bind_groups[0])
+        p.dispatchWorkgroups(*s.workgroups)
+        p.end()
+    enc.resolveQuerySet(qs, 0, 2 * n, buf, 0)
+    lab.dev.queue.submit(js.Array.of(enc.finish()))
+    t = np.frombuffer(await lab.dev.read_buffer(buf, 16 * n), np.uint64).astype(np.int64).reshape(n, 2)
+    kernels = {}
+    names = {id(k.pipeline): name for name, k in m.kernels.items()}
+    for s, (b, e) in zip(plan.steps, t):
+        name = names.get(id(s.pipeline), s.label)
+        k = kernels.setdefault(name, {"count": 0, "ms": 0.0})
+        k["count"] += 1
+        k["ms"] += (e - b) / 1e6
+    qs.destroy()
+    buf.destroy()
+    return {"kernels": kernels, "total_ms": float(sum(k["ms"] for k in kernels.values())),
+            "span_ms": float((t[-1, 1] - t[0, 0]) / 1e6)}
+
+
 def install(lab) -> None:
     """Expose window.dlLLM for tests (JSON strings in, JSON strings out)."""
     import js  # type: ignore
@@ -90,4 +133,5 @@ def install(lab) -> None:
     obj = js.Object.new()
     obj.runKernel = wrap(lambda spec: run_kernel(lab.dev, spec))
     obj.run = wrap(lambda params: run_suite(lab, params))
+    obj.profile = wrap(lambda params: profile(lab, params))
     js.window.dlLLM = obj

@@ -26,18 +26,31 @@ ARGMAX_PARTS = 64                    # stage-1 workgroups of the two-stage argma
 
 @dataclass
 class Tuning:
-    """Kernel shape choices.  CPU adapters (SwiftShader): one invocation per row, no barriers (they are
-    costly there).  GPUs: TPR invocations share a row and reduce in workgroup memory."""
-    mv_tpr: int = 1
-    mv_wg: int = 64
+    """Kernel shape choices per adapter kind (the math is the same either way).
+
+    CPU adapters (SwiftShader): every storage load is a 4-lane gather and each workgroup barrier
+    switches between the workgroup's 4-lane fibers, so matvecs use the *_x8 kernels (8 rows per
+    invocation, no reduction) and reduction kernels run 4-wide workgroups (one fiber: barriers are cheap).
+    GPUs: TPR invocations share a row and reduce in workgroup memory; 64/128-wide workgroups."""
+    matvec: str = "x8"       # "x8" (matvec_*_x8.wgsl) or "tpr" (matvec_*.wgsl)
+    mv_tpr: int = 1          # threads per row ("tpr" kernels)
+    mv_wg: int = 16
     head_tpr: int = 1
-    head_wg: int = 64
-    wg: int = 64
+    head_wg: int = 16
+    red_wg: int = 4          # rmsnorm, attention, argmax
+    wg: int = 64             # element-wise kernels
 
     @classmethod
     def for_adapter(cls, info: dict) -> "Tuning":
         cpu = bool(info.get("isFallbackAdapter")) or info.get("architecture") == "swiftshader"
-        return cls() if cpu else cls(mv_tpr=16, mv_wg=128, head_tpr=8, head_wg=128, wg=64)
+        if cpu:
+            return cls()
+        return cls(matvec="tpr", mv_tpr=16, mv_wg=128, head_tpr=8, head_wg=128, red_wg=64, wg=64)
+
+    def matvec_groups(self, rows: int, head: bool = False) -> int:
+        wg, tpr = (self.head_wg, self.head_tpr) if head else (self.mv_wg, self.mv_tpr)
+        per_group = 8 * wg if self.matvec == "x8" else wg // tpr
+        return -(-rows // per_group)
 
 
 def dispatch_counts(n_layers: int, logits: bool = True) -> int:
@@ -119,7 +132,7 @@ def record_forward(m: Model, slot: int = 0, logits: bool = True):
 
     n, kv, hd, f = c.d_model, c.n_kv_heads * c.head_dim, c.head_dim, c.ffn
     t = m.tuning
-    mv = lambda rows: -(-rows // (t.mv_wg // t.mv_tpr))  # noqa: E731 - workgroups of a matvec
+    mv = t.matvec_groups  # workgroups of a matvec with that many rows
     el = lambda count: -(-count // t.wg)                  # noqa: E731 - one invocation per element
     d("embed", "embed", [step, a["tokens"], m.w("token_embd.weight"), a["x"]], el(n))  # x = E[tokens[slot]]  (d)
     for l in range(c.n_layers):
@@ -144,7 +157,7 @@ def record_forward(m: Model, slot: int = 0, logits: bool = True):
     if logits:
         head = "output.weight" if "output.weight" in m.refs else "token_embd.weight"
         d("rmsnorm", "out_norm", [a["x"], m.w("output_norm.weight"), a["xb"]], 1)   # xb = rmsnorm(x)·w
-        d("head", "head", [m.w(head), a["xb"], a["logits"]], -(-c.vocab // (t.head_wg // t.head_tpr)))  # logits = E·xb
+        d("head", "head", [m.w(head), a["xb"], a["logits"]], t.matvec_groups(c.vocab, True))  # logits = E·xb
         am = [step, a["logits"], a["parts"], a["tokens"]]
         d("argmax1", "argmax", am, ARGMAX_PARTS)                                    # parts = chunk maxima
         d("argmax2", "argmax", am, 1)                                               # tokens[slot+1] = argmax

@@ -86,10 +86,16 @@ def _charge(budget, total: int, what: str) -> None:
 async def compile_kernels(m: Model) -> None:
     c, t = m.cfg, m.tuning
     q_dim, kv = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
-    mv = lambda rows, cols: ("matvec_q4_1.wgsl", "main", {"ROWS": rows, "COLS": cols, "TPR": t.mv_tpr, "WG": t.mv_wg})  # noqa: E731
+    x8 = t.matvec == "x8"
+
+    def mv(rows, cols, q="q4_1", head=False):
+        wg, tpr = (t.head_wg, t.head_tpr) if head else (t.mv_wg, t.mv_tpr)
+        if x8:
+            return (f"matvec_{q}_x8.wgsl", "main", {"ROWS": rows, "COLS": cols, "WG": wg})
+        return (f"matvec_{q}.wgsl", "main", {"ROWS": rows, "COLS": cols, "TPR": tpr, "WG": wg})
     specs = {
         "embed": ("embed_q8_0.wgsl", "main", {"COLS": c.d_model, "WG": t.wg}),
-        "rmsnorm": ("rmsnorm.wgsl", "main", {"N": c.d_model, "EPS": c.rms_eps, "WG": t.wg}),
+        "rmsnorm": ("rmsnorm.wgsl", "main", {"N": c.d_model, "EPS": c.rms_eps, "WG": t.red_wg}),
         "mv_q": mv(q_dim, c.d_model), "mv_kv": mv(kv, c.d_model), "mv_o": mv(c.d_model, q_dim),
         "mv_up": mv(c.ffn, c.d_model), "mv_down": mv(c.d_model, c.ffn),
         "rope_q": ("rope.wgsl", "main", {"HEADS": c.n_heads, "HEAD_DIM": c.head_dim, "ROPE_DIM": c.rope_dim,
@@ -98,13 +104,12 @@ async def compile_kernels(m: Model) -> None:
                                          "DST_STRIDE": kv, "WG": t.wg}),
         "kv_write": ("kv_write.wgsl", "main", {"N": kv, "WG": t.wg}),
         "attention": ("attention.wgsl", "main", {"HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads,
-                                                 "HEAD_DIM": c.head_dim, "WG": t.wg}),
+                                                 "HEAD_DIM": c.head_dim, "WG": t.red_wg}),
         "add": ("add.wgsl", "main", {"N": c.d_model, "WG": t.wg}),
         "silu_mul": ("silu_mul.wgsl", "main", {"N": c.ffn, "WG": t.wg}),
-        "head": ("matvec_q8_0.wgsl", "main", {"ROWS": c.vocab, "COLS": c.d_model, "TPR": t.head_tpr,
-                                              "WG": t.head_wg}),
-        "argmax1": ("argmax.wgsl", "stage1", {"N": c.vocab, "PARTS": ARGMAX_PARTS, "WG": t.wg}),
-        "argmax2": ("argmax.wgsl", "stage2", {"N": c.vocab, "PARTS": ARGMAX_PARTS, "WG": t.wg}),
+        "head": mv(c.vocab, c.d_model, "q8_0", head=True),
+        "argmax1": ("argmax.wgsl", "stage1", {"N": c.vocab, "PARTS": ARGMAX_PARTS, "WG": t.red_wg}),
+        "argmax2": ("argmax.wgsl", "stage2", {"N": c.vocab, "PARTS": ARGMAX_PARTS, "WG": t.red_wg}),
     }
     modules, same = {}, {}
     for name, (file, entry, consts) in specs.items():

@@ -76,26 +76,35 @@ def assert_dot_close(got, w, x):
     assert np.all(np.abs(got - exact) <= bound), float(np.max(np.abs(got - exact) / bound))
 
 
-@pytest.mark.parametrize("tpr,wg", [(1, 64), (4, 64), (16, 128)])
+# (tpr, wg): threads per row and workgroup size of the reduction kernels; tpr None = the *_x8 variant
+MATVEC_SHAPES = [(1, 64), (4, 64), (16, 128), (None, 16), (None, 4)]
+
+
+def matvec(page, q, raw, x, rows, cols, tpr, wg):
+    if tpr is None:
+        file, consts, groups = f"matvec_{q}_x8.wgsl", {"ROWS": rows, "COLS": cols, "WG": wg}, -(-rows // (8 * wg))
+    else:
+        file, consts = f"matvec_{q}.wgsl", {"ROWS": rows, "COLS": cols, "TPR": tpr, "WG": wg}
+        groups = -(-rows // (wg // tpr))
+    out = run_kernel(page, file, consts, [np.frombuffer(raw, np.uint8), x, np.full(rows, np.nan, np.float32)],
+                     (groups, 1, 1), [2])
+    return f32(out[2])
+
+
+@pytest.mark.parametrize("tpr,wg", MATVEC_SHAPES)
 def test_matvec_q4_1(lab_page, tpr, wg):
-    rows, cols = 45, 96
+    rows, cols = 45, 96  # 45: a partial workgroup and a partial group of 8 rows
     raw, w = q4_1_blocks(rows, cols)
     x = RNG.standard_normal(cols).astype(np.float32)
-    out = run_kernel(lab_page, "matvec_q4_1.wgsl", {"ROWS": rows, "COLS": cols, "TPR": tpr, "WG": wg},
-                     [np.frombuffer(raw, np.uint8), x, np.zeros(rows, np.float32)],
-                     (-(-rows // (wg // tpr)), 1, 1), [2])
-    assert_dot_close(f32(out[2]), w, x)
+    assert_dot_close(matvec(lab_page, "q4_1", raw, x, rows, cols, tpr, wg), w, x)
 
 
-@pytest.mark.parametrize("tpr,wg", [(1, 64), (2, 64), (8, 128)])
+@pytest.mark.parametrize("tpr,wg", MATVEC_SHAPES)
 def test_matvec_q8_0(lab_page, tpr, wg):
     rows, cols = 37, 192
     raw, w = q8_0_blocks(rows, cols)
     x = RNG.standard_normal(cols).astype(np.float32)
-    out = run_kernel(lab_page, "matvec_q8_0.wgsl", {"ROWS": rows, "COLS": cols, "TPR": tpr, "WG": wg},
-                     [np.frombuffer(raw, np.uint8), x, np.zeros(rows, np.float32)],
-                     (-(-rows // (wg // tpr)), 1, 1), [2])
-    assert_dot_close(f32(out[2]), w, x)
+    assert_dot_close(matvec(lab_page, "q8_0", raw, x, rows, cols, tpr, wg), w, x)
 
 
 @pytest.mark.parametrize("cols", [96, 128])  # 3 blocks per row: rows start mid-word
@@ -108,11 +117,12 @@ def test_embed_q8_0_reads_token_of_slot(lab_page, cols):
     np.testing.assert_array_equal(f32(out[3]), e[7])  # exact: d·q in f32 either way
 
 
-def test_rmsnorm(lab_page):
+@pytest.mark.parametrize("wg", [4, 64])
+def test_rmsnorm(lab_page, wg):
     n = 100
     x = RNG.standard_normal(n).astype(np.float32)
     w = RNG.standard_normal(n).astype(np.float32)
-    out = run_kernel(lab_page, "rmsnorm.wgsl", {"N": n, "EPS": 1e-5, "WG": 64},
+    out = run_kernel(lab_page, "rmsnorm.wgsl", {"N": n, "EPS": 1e-5, "WG": wg},
                      [x, w, np.zeros(n, np.float32)], (1, 1, 1), [2])
     np.testing.assert_allclose(f32(out[2]), reference.rmsnorm(x, w, 1e-5), rtol=2e-6, atol=1e-7)
 
@@ -144,13 +154,13 @@ def test_kv_write(lab_page):
     np.testing.assert_array_equal(f32(out[2]).reshape(ctx, n), want)
 
 
-@pytest.mark.parametrize("pos", [0, 6, 70])  # 70 > WG: several positions per invocation
-def test_attention_gqa(lab_page, pos):
+@pytest.mark.parametrize("pos,wg", [(0, 64), (6, 64), (70, 64), (70, 4)])  # pos ≥ WG: several per invocation
+def test_attention_gqa(lab_page, pos, wg):
     heads, kvh, hd, ctx = 4, 2, 16, 80
     q = RNG.standard_normal(heads * hd).astype(np.float32)
     k = RNG.standard_normal((ctx, kvh, hd)).astype(np.float32)
     v = RNG.standard_normal((ctx, kvh, hd)).astype(np.float32)
-    out = run_kernel(lab_page, "attention.wgsl", {"HEADS": heads, "KV_HEADS": kvh, "HEAD_DIM": hd, "WG": 64},
+    out = run_kernel(lab_page, "attention.wgsl", {"HEADS": heads, "KV_HEADS": kvh, "HEAD_DIM": hd, "WG": wg},
                      [q, k, v, np.zeros(heads * ctx, np.float32), np.zeros(heads * hd, np.float32)],
                      (heads, 1, 1), [5], step={"pos": pos, "slot": 0})
     want = reference.attention(q.reshape(heads, hd), k[:pos + 1], v[:pos + 1]).reshape(-1)
@@ -166,8 +176,8 @@ def test_silu_mul_and_add(lab_page):
     np.testing.assert_array_equal(f32(out[0]), g + u)
 
 
-@pytest.mark.parametrize("entry_tie", [True, False])
-def test_argmax_two_stage(lab_page, entry_tie):
+@pytest.mark.parametrize("entry_tie,wg", [(True, 64), (False, 64), (True, 4)])
+def test_argmax_two_stage(lab_page, entry_tie, wg):
     n, parts, slot = 1000, 8, 2
     logits = RNG.standard_normal(n).astype(np.float32)
     logits[[5, 17]] = np.nan
@@ -175,7 +185,7 @@ def test_argmax_two_stage(lab_page, entry_tie):
         logits[[300, 812]] = 9.0  # equal maxima in different chunks: the lower index wins, like numpy
     want = int(np.nanargmax(logits))
     tokens = np.zeros(8, np.uint32)
-    consts = {"N": n, "PARTS": parts, "WG": 64}
+    consts = {"N": n, "PARTS": parts, "WG": wg}
     bufs = [logits, np.zeros(2 * parts, np.float32), tokens]
     # stage1 then stage2 on the same buffers: run stage1, feed its parts to stage2
     out1 = run_kernel(lab_page, "argmax.wgsl", consts, bufs, (parts, 1, 1), [2, 3], entry="stage1",
