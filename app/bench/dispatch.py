@@ -160,7 +160,10 @@ async def run(lab, params: dict) -> dict:
                    else f"GPU error after {i} of {len(schedule)} visits: {e}")
     elapsed = (js.performance.now() - t_start) / 1000.0
     checks = [] if isinstance(dev.lost_reason, str) else await _check(dev, rigs)
+    lab.progress("dispatch: statistics (bootstrap intervals, fits)", 1)
+    t_stats = js.performance.now()
     sec = M.assemble(samples, cfg, unsupported, has_ts, ts.raw if ts else [], checks, elapsed)
+    sec["analysis_s"] = round((js.performance.now() - t_stats) / 1000.0, 2)
     sec["kernel"] = {"elements": ELEMENTS, "workgroup_size": WG, "files": [f"wgsl/dispatch_{d}.wgsl" for d in rigs]}
     sec["gpu_errors"] = list(dev.uncaptured[errors_before:])
     if partial:

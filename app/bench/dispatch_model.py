@@ -10,6 +10,7 @@ whichever mode happened to run then.
 from __future__ import annotations
 
 import random
+import zlib
 
 from app.bench import stats
 
@@ -82,8 +83,9 @@ def _key(series):
     return (DTYPES.index(dtype) if dtype in DTYPES else 9, [PY, JS, GPU].index(driver), MODES.index(mode))
 
 
-def summarize(samples: dict) -> tuple[list, list]:
-    """samples: {series: {n: [total µs per repetition, ...]}} → (rows, fits) in the results schema."""
+def summarize(samples: dict, boots: dict | None = None) -> tuple[list, list]:
+    """samples: {series: {n: [total µs per repetition, ...]}} → (rows, fits) in the results schema.
+    boots, when given, receives each fitted series' bootstrap slope distribution (for derived CIs)."""
     rows, fits = [], []
     for series in sorted(samples, key=_key):
         mode, dtype, driver = series
@@ -97,9 +99,19 @@ def summarize(samples: dict) -> tuple[list, list]:
         if len(by_n) >= 2:
             ns = sorted(by_n)
             slope, intercept, r2 = stats.linfit(ns, [stats.median(by_n[n]) for n in ns])
+            boot = stats.bootstrap_slopes(by_n, seed=series_seed(series))
             fits.append({"mode": mode, "dtype": dtype, "driver": driver, "slope_us": slope,
-                         "intercept_us": intercept, "r2": r2, "points": len(ns)})
+                         "intercept_us": intercept, "r2": r2, "points": len(ns),
+                         "slope_ci95": list(stats.interval(boot))})
+            if boots is not None:
+                boots[series] = boot
     return rows, fits
+
+
+def series_seed(series) -> int:
+    """A fixed, distinct bootstrap seed per series (distinct, so two series' resamples are independent)."""
+    return zlib.crc32("/".join(series).encode())
+
 
 
 def find_fit(fits, mode: str, dtype: str, driver: str):
@@ -109,16 +121,21 @@ def find_fit(fits, mode: str, dtype: str, driver: str):
     return None
 
 
-def driver_split(fits) -> list[dict]:
-    """FFI cost per dispatch = Python-driven slope − JS-driven slope, for the same mode and dtype."""
+def driver_split(fits, boots: dict | None = None) -> list[dict]:
+    """FFI cost per dispatch = Python-driven slope − JS-driven slope, for the same mode and dtype.
+    With the slopes' bootstrap distributions (boots, from summarize) it also gives a 95% CI."""
     out = []
     for f in fits:
         if f["driver"] != PY or f["mode"] not in JS_MODES:
             continue
         j = find_fit(fits, f["mode"], f["dtype"], JS)
         if j is not None:
-            out.append({"mode": f["mode"], "dtype": f["dtype"], "python_slope_us": f["slope_us"],
-                        "js_slope_us": j["slope_us"], "ffi_us_per_dispatch": f["slope_us"] - j["slope_us"]})
+            d = {"mode": f["mode"], "dtype": f["dtype"], "python_slope_us": f["slope_us"],
+                 "js_slope_us": j["slope_us"], "ffi_us_per_dispatch": f["slope_us"] - j["slope_us"]}
+            bp, bj = (boots or {}).get((f["mode"], f["dtype"], PY)), (boots or {}).get((f["mode"], f["dtype"], JS))
+            if bp and bj:     # independent resamples of the two slopes (distinct seeds), paired by index
+                d["ffi_ci95"] = list(stats.interval([a - b for a, b in zip(bp, bj)]))
+            out.append(d)
     return out
 
 
@@ -142,7 +159,8 @@ def assemble(samples, cfg, unsupported, has_ts, raw_ts, checks, elapsed) -> dict
     """The "dispatch" section from raw samples {series: {n: [µs...]}} (GPU series: driver "gpu")."""
     cpu = {s: v for s, v in samples.items() if s[2] != GPU}
     gpu_samples = {s: v for s, v in samples.items() if s[2] == GPU}
-    rows, fits = summarize(cpu)
+    boots: dict = {}
+    rows, fits = summarize(cpu, boots)
     if has_ts:
         grows, gfits = summarize(gpu_samples)
         gpu = {"status": "measured", "quantized": quantized(raw_ts), "rows": grows, "fits": gfits,
@@ -150,8 +168,9 @@ def assemble(samples, cfg, unsupported, has_ts, raw_ts, checks, elapsed) -> dict
     else:
         gpu = {"status": "unsupported", "reason": "adapter lacks timestamp-query", "rows": [], "fits": []}
     r = ratio(fits)
+    split = driver_split(fits, boots)
     sec = {"rows": rows, "fits": fits, "naive_over_sequential": r, "unsupported": unsupported,
-           "driver_split": driver_split(fits), "gpu": gpu, "checks": checks,
+           "driver_split": split, "gpu": gpu, "checks": checks,
            "schedule": cfg,
            "timing": "performance.now() around replay + one await onSubmittedWorkDone (naive awaits each)",
            "elapsed_s": round(elapsed, 2)}

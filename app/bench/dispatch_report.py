@@ -55,6 +55,9 @@ def validate_fit(fit, where: str) -> None:
     _need_str(fit, "driver", where, DRIVERS)
     for k in ("slope_us", "intercept_us", "r2"):
         _need_num(fit, k, where)
+    ci = fit.get("slope_ci95")
+    need(ci is None or (isinstance(ci, list) and len(ci) == 2 and all(is_num(x) for x in ci)),
+         f"{where}.slope_ci95", f"expected [low, high] numbers, got {ci!r}")
 
 
 def validate(sec, where: str) -> None:
@@ -115,9 +118,13 @@ def series_summary(sec: dict) -> list[list]:
         f = _fit(fits, *k)
         pd = r["per_dispatch_us"]
         out.append([*k, r["n"], f"{fmt(pd['median'])} [{fmt(pd['ci95'][0])}, {fmt(pd['ci95'][1])}]", r["reps"],
-                    fmt(f["slope_us"]) if f else "—", fmt(f["intercept_us"]) if f else "—",
+                    with_ci(f["slope_us"], f.get("slope_ci95")) if f else "—", fmt(f["intercept_us"]) if f else "—",
                     fmt(f["r2"], 4) if f else "—"])
     return out
+
+
+def with_ci(value, ci) -> str:
+    return fmt(value) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
 
 
 # ------------------------------------------------------------------------------------------ text + csv
@@ -126,7 +133,7 @@ def format_section(sec: dict) -> str:
              " slope/intercept/r² = least-squares fit of total time against N)"]
     if sec.get("partial"):
         parts.append(f"PARTIAL: {sec.get('partial_reason', 'the run stopped early')}")
-    parts.append(table(["mode", "dtype", "driver", "N", "per-dispatch µs at N", "reps", "slope µs",
+    parts.append(table(["mode", "dtype", "driver", "N", "per-dispatch µs at N", "reps", "slope µs [95% CI]",
                         "intercept µs", "r²"], series_summary(sec)))
     lad = ladder(sec)
     parts += ["", "Ladder (f32, Python driver; µs per dispatch = slope)",
@@ -134,9 +141,9 @@ def format_section(sec: dict) -> str:
     split = sec.get("driver_split") or []
     if split:
         parts += ["", "Driver split (FFI cost per dispatch = Python slope − JS slope)",
-                  table(["mode", "dtype", "python µs", "js µs", "ffi µs/dispatch"],
+                  table(["mode", "dtype", "python µs", "js µs", "ffi µs/dispatch [95% CI]"],
                         [[d["mode"], d["dtype"], fmt(d["python_slope_us"]), fmt(d["js_slope_us"]),
-                          fmt(d["ffi_us_per_dispatch"])] for d in split])]
+                          with_ci(d["ffi_us_per_dispatch"], d.get("ffi_ci95"))] for d in split])]
     r = sec.get("naive_over_sequential")
     parts += ["", f"naive_over_sequential (f32, Python driver: naive slope / sequential slope): "
                   f"{fmt(r) + '×' if r is not None else 'not measured'}"]
@@ -153,6 +160,7 @@ def format_section(sec: dict) -> str:
 
 CSV_HEADER = ["kind", "mode", "dtype", "driver", "n", "median_us", "ci95_lo_us", "ci95_hi_us", "reps",
               "slope_us", "intercept_us", "r2", "value", "reason"]
+# fit rows put the slope's CI in ci95_lo_us/ci95_hi_us; ffi rows put the FFI cost's CI there
 
 
 def csv_rows(sec: dict) -> list[list]:
@@ -165,10 +173,12 @@ def csv_rows(sec: dict) -> list[list]:
                         "", "", "", "", ""])
     for kind, fits in (("fit", sec.get("fits", [])), ("gpu_fit", gpu.get("fits") or [])):
         for f in fits:
-            out.append([kind, f["mode"], f["dtype"], f["driver"], "", "", "", "", "", f["slope_us"],
+            lo, hi = f.get("slope_ci95") or ("", "")
+            out.append([kind, f["mode"], f["dtype"], f["driver"], "", "", lo, hi, "", f["slope_us"],
                         f["intercept_us"], f["r2"], "", ""])
     for d in sec.get("driver_split") or []:
-        out.append(["ffi", d["mode"], d["dtype"], "python-js", "", "", "", "", "", "", "", "",
+        lo, hi = d.get("ffi_ci95") or ("", "")
+        out.append(["ffi", d["mode"], d["dtype"], "python-js", "", "", lo, hi, "", "", "", "",
                     d["ffi_us_per_dispatch"], ""])
     out.append(["naive_over_sequential", "", "f32", "python", "", "", "", "", "", "", "", "",
                 sec.get("naive_over_sequential"), ""])

@@ -77,6 +77,33 @@ def linfit(xs, ys) -> tuple[float, float, float]:
     return slope, intercept, r2
 
 
+SLOPE_RESAMPLES = 1000
+
+
+def bootstrap_slopes(groups: dict, resamples: int = SLOPE_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[float]:
+    """Bootstrap distribution of the least-squares slope of median(y) against x.
+
+    groups: {x: [y, ...]} (repetitions at each x).  Each resample redraws every x's repetitions with
+    replacement, takes their median and refits, so the spread reflects the noise at each point.
+    """
+    xs = sorted(x for x, ys in groups.items() if ys)
+    if len(xs) < 2:
+        raise ValueError("a slope needs at least two x values with data")
+    rng = random.Random(seed)
+    out = []
+    for _ in range(resamples):
+        meds = [median(rng.choices(groups[x], k=len(groups[x]))) for x in xs]
+        out.append(linfit(xs, meds)[0])
+    return out
+
+
+def interval(samples, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of a bootstrap distribution."""
+    s = sorted(samples)
+    alpha = (1.0 - level) / 2.0
+    return percentile(s, alpha), percentile(s, 1.0 - alpha)
+
+
 def naive_over_sequential(naive_slope_us: float, sequential_slope_us: float) -> float | None:
     """How many times the naive method overstates the cost of one dispatch.
 

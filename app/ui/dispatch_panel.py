@@ -40,9 +40,16 @@ _lab = None
 
 
 async def run(lab, params: dict) -> dict:
-    """The suite itself lives in app/bench/dispatch.py; panels are what app/suites.py registers."""
+    """The suite itself lives in app/bench/dispatch.py; panels are what app/suites.py registers.
+    Marks the lab busy (Run disabled, Stop enabled) whoever started it: the Run button or autorun."""
     from app.bench import dispatch
-    return await dispatch.run(lab, params)
+    lab.busy, lab.cancel_requested = True, False
+    _buttons(True)
+    try:
+        return await dispatch.run(lab, params)
+    finally:
+        lab.busy = False
+        _buttons(False)
 
 
 def mount(lab) -> None:
@@ -74,8 +81,6 @@ async def _run(evt) -> None:
         return _say("info", "Another benchmark is running; wait for it or press its Stop button.")
     if lab.dev is None:
         return _say("error", "This browser has no usable WebGPU device (see the Environment tab).")
-    lab.busy, lab.cancel_requested = True, False
-    _buttons(True)
     js.dl.hideError()
     set_html("dispatch-messages", "")
     lab.status("running", "Running the dispatch benchmark…")
@@ -89,9 +94,6 @@ async def _run(evt) -> None:
     except BaseException:
         lab.status("error", "Failed")
         raise
-    finally:
-        lab.busy = False
-        _buttons(False)
 
 
 def _stop(evt) -> None:
@@ -144,9 +146,10 @@ def render(lab, sec: dict) -> None:
     split = sec.get("driver_split") or []
     if split:
         summary.append("<h3>Driver split: FFI cost per dispatch</h3>")
-        summary.append(html_table(["mode", "dtype", "Python slope µs", "JS slope µs", "FFI µs / dispatch"],
+        summary.append(html_table(["mode", "dtype", "Python slope µs", "JS slope µs", "FFI µs / dispatch [95% CI]"],
                                   [[d["mode"], d["dtype"], report.fmt(d["python_slope_us"]),
-                                    report.fmt(d["js_slope_us"]), report.fmt(d["ffi_us_per_dispatch"])]
+                                    report.fmt(d["js_slope_us"]),
+                                    DR.with_ci(d["ffi_us_per_dispatch"], d.get("ffi_ci95"))]
                                    for d in split], {2, 3, 4}))
     note = (sec.get("schedule") or {}).get("naive_note")
     if note:
@@ -160,7 +163,7 @@ def render(lab, sec: dict) -> None:
 
 def _series_table(sec: dict) -> str:
     head = ["mode", "dtype", "driver", "largest N", "per-dispatch µs at that N, median [95% CI]", "reps",
-            "slope µs", "intercept µs", "r²"]
+            "slope µs [95% CI]", "intercept µs", "r²"]
     table = html_table(head, DR.series_summary(sec), {3, 5, 6, 7, 8})
     extra = "".join(f"<tr class='unsupported'><td>all</td><td>{esc(u['dtype'])}</td><td colspan='7'>"
                     f"unsupported here: {esc(u['reason'])}</td></tr>" for u in sec.get("unsupported", []))

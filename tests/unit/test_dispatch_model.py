@@ -60,8 +60,13 @@ def test_summarize_fits_and_ratio():
     assert r1["per_dispatch_us"]["median"] == pytest.approx(3120.0)
     assert r1["per_dispatch_us"]["ci95"] == pytest.approx([3120.0, 3120.0])
     assert M.ratio(fits) == pytest.approx(1500.0 / 120.0)
+    assert seq["slope_ci95"] == pytest.approx([120.0, 120.0])
     split = {d["mode"]: d["ffi_us_per_dispatch"] for d in M.driver_split(fits)}
     assert split == pytest.approx({"sequential": 50.0, "one_pass": 1.0})
+    boots = {}
+    M.summarize(_samples(), boots)
+    with_ci = {d["mode"]: d["ffi_ci95"] for d in M.driver_split(fits, boots)}
+    assert with_ci["sequential"] == pytest.approx([50.0, 50.0])
 
 
 def test_summarize_skips_empty_points_and_single_point_series():

@@ -77,3 +77,17 @@ def test_naive_over_sequential():
     assert stats.naive_over_sequential(1500.0, 120.0) == pytest.approx(12.5)
     assert stats.naive_over_sequential(1500.0, 0.0) is None
     assert stats.naive_over_sequential(1500.0, -3.0) is None
+
+
+def test_bootstrap_slopes_exact_and_noisy():
+    exact = {n: [100.0 + 3.0 * n] * 5 for n in (1, 2, 4, 8)}
+    lo, hi = stats.interval(stats.bootstrap_slopes(exact, resamples=200))
+    assert lo == pytest.approx(3.0) and hi == pytest.approx(3.0)
+    rng = random.Random(3)
+    noisy = {n: [100.0 + 3.0 * n + rng.gauss(0, 5) for _ in range(20)] for n in (1, 4, 16, 64)}
+    boot = stats.bootstrap_slopes(noisy, resamples=300, seed=11)
+    lo, hi = stats.interval(boot)
+    assert lo < 3.0 < hi and hi - lo < 1.0
+    assert boot == stats.bootstrap_slopes(noisy, resamples=300, seed=11)
+    with pytest.raises(ValueError):
+        stats.bootstrap_slopes({1: [1.0], 2: []})
