@@ -10,6 +10,7 @@ PANELS: dict = {}
 PANELS["dispatch"] = "app.ui.dispatch_panel"
 PANELS["llm"] = "app.ui.llm_panel"
 PANELS["amortize"] = "app.ui.amortize_panel"
+PANELS["compare"] = "app.ui.compare_panel"
 ORDER = ("dispatch", "llm", "amortize", "compare")
 
 
