@@ -8,13 +8,18 @@
     # result: prompt_tokens, ttft_ms, decode_tok_per_s, dispatches_per_token, submits_per_token,
     #         readbacks_per_token, gpu_ms_per_token, generated_token_ids, text, stopped, plan, driver, …
 
-plan: a key of app.llm.model.PLANS (op_by_op, token_encoder, token_pass, + what others register);
-driver: "python" or "js" (app.plan.replay).  The prompt is fed token by token (positions 0..n-1);
+plan: a key of app.llm.model.PLANS (op_by_op, token_encoder, token_pass, + what others register: a
+PlanSpec's optional `prepare(model)` is awaited first, and an optional `generate(...)` replaces this
+token loop); driver: "python" or "js" (app.plan.replay).  The prompt is fed token by token (positions 0..n-1);
 prompt tokens before the last run the plan without head/argmax.  Each token that yields a new id runs
 the full plan, then reads back tokens[1] (4 bytes: the only readback per token).  Generation stops at
 EOS, at max_new, or when lab.cancel_requested is set (Stop): then the result holds what was made so
 far, with stopped = "cancelled".  Counters are summed from every replay actually made, and compared
 by the caller with the plan's declared count.
+
+Timing (page clock, performance.now): ttft_ms = start → first new token read back (prompt included);
+decode_tok_per_s = new tokens / (last token read back − prefill finished with the GPU idle), i.e. the
+rate of the forwards that produce tokens, the same definition as the GPU loop's so plans compare.
 """
 from __future__ import annotations
 
@@ -157,6 +162,10 @@ async def generate(lab, m: Model, prompt_ids: list, max_new: int, plan: str = "t
         raise ValueError(f"unknown driver {driver!r}; choose python or js")
     check_request(m, prompt_ids, max_new)
     spec, dev = PLANS[plan], m.dev
+    if getattr(spec, "prepare", None) is not None:
+        await spec.prepare(m)
+    if getattr(spec, "generate", None) is not None:
+        return await spec.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out)
     full, pre = m.plan(plan, 0, True), m.plan(plan, 0, False)
     timer = GpuTimer(dev, min(TIMED_TOKENS, max_new)) if "timestamp-query" in dev.features \
         and spec.mode in ("one_pass", "sequential") else None
@@ -172,6 +181,8 @@ async def generate(lab, m: Model, prompt_ids: list, max_new: int, plan: str = "t
             break
         write_step(m, tok, pos)
         await _run(dev, pre, spec.mode, driver, pre_c)
+    await dev.on_submitted_work_done()  # decode timing starts with the GPU idle
+    t_dec = _now()
     tok, pos = prompt_ids[-1], len(prompt_ids) - 1
     while stopped != "cancelled":  # each pass feeds tok at pos and yields one new token
         write_step(m, tok, pos)
@@ -207,8 +218,8 @@ async def generate(lab, m: Model, prompt_ids: list, max_new: int, plan: str = "t
         "text": "".join(pieces),
         "stopped": stopped,
         "ttft_ms": round(t_first - t0, 3) if t_first is not None else None,
-        "decode_tok_per_s": round((len(out) - 1) * 1000 / (t_last - t_first), 3) if len(out) > 1 and t_last > t_first else None,
-        "decode_ms_per_token": round((t_last - t_first) / (len(out) - 1), 3) if len(out) > 1 else None,
+        "decode_tok_per_s": round(len(out) * 1000 / (t_last - t_dec), 3) if out and t_last > t_dec else None,
+        "decode_ms_per_token": round((t_last - t_dec) / len(out), 3) if out else None,
         "dispatches_per_token": dec_c.dispatches / n,
         "expected_dispatches_per_token": spec.dispatches(m.cfg, True),
         "prefill_dispatches_per_token": pre_c.dispatches / max(len(prompt_ids) - 1, 1) if len(prompt_ids) > 1 else None,

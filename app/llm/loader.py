@@ -131,10 +131,10 @@ async def _fetch_text(url: str) -> str | None:
         return None
 
 
-async def upload_weights(dev, js_buf, refs: dict, sizes: dict, on_progress) -> dict:
-    """Create one GPU buffer per key and copy each tensor's bytes from the fetched file into it."""
+async def upload_weights(dev, js_buf, refs: dict, sizes: dict, on_progress, buffers: dict) -> dict:
+    """Create one GPU buffer per key in `buffers` (so a caller can free them after a failure) and copy
+    each tensor's bytes from the fetched file into it."""
     from app.gpu import COPY_DST, STORAGE
-    buffers = {}
     keys = list(sizes)
     for n, key in enumerate(keys):
         on_progress(n / len(keys), f"uploading weights to the GPU: {key}")

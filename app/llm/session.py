@@ -2,7 +2,7 @@
 only grow the KV cache when a run needs a longer context.
 
     model = await get_model(lab, ctx_len)            # cached per model URL; progress on the page
-    model = await get_model(lab, ctx_len, url=...)   # another GGUF (tests point this at bad files)
+    model = await get_model(lab, ctx_len, url=..., budget_mb=...)   # another GGUF; a simulated GPU size
 
 Memory: weights stay quantized (see loader.py); the KV cache holds exactly the requested context
 (prompt + max new tokens) rather than the model's 8192, and is reallocated only to grow.
@@ -22,15 +22,15 @@ from .tokenizer import Tokenizer
 _CACHE: dict = {}                   # url → Model (one model at a time)
 
 
-async def get_model(lab, ctx_len: int, url: str | None = None) -> Model:
+async def get_model(lab, ctx_len: int, url: str | None = None, budget_mb=None) -> Model:
     url = url or lab.params.get("model") or DEFAULT_URL
-    budget = _budget(lab.params.get("gpu_budget_mb"))
+    budget = _budget(budget_mb if budget_mb is not None else lab.params.get("gpu_budget_mb"))
     m = _CACHE.get(url)
     if m is None:
-        for old in _CACHE.values():
+        m = await load_model(lab.dev, url, lab.progress, budget)
+        for old in _CACHE.values():  # only once the new one loaded: a bad file keeps the old model
             _destroy(old)
         _CACHE.clear()
-        m = await load_model(lab.dev, url, lab.progress, budget)
         _CACHE[url] = m
     if ctx_len > m.cfg.ctx:
         raise ValueError(f"the run needs {ctx_len} positions but the model's context length is {m.cfg.ctx}")
@@ -57,13 +57,16 @@ async def load_model(dev, url: str, progress, budget=None) -> Model:
     tokenizer = Tokenizer.from_metadata(g.metadata)
     refs, sizes = weight_layout(g.tensors, cfg.n_layers)
     _charge(budget, sum(sizes.values()), "creating the GPU buffers for the weights")
-    weights = await upload_weights(dev, buf, refs, sizes,
-                                   lambda f, msg: progress(msg, 0.78 + 0.17 * f))
-    m = Model(dev, cfg, tokenizer, refs, weights, info, Tuning.for_adapter(dev.adapter_info))
-    m.memory["weights"] = sum(sizes.values())
-    progress("compiling the WGSL kernels", 0.96)
-    await compile_kernels(m)
-    await allocate_activations(m, budget)
+    m = Model(dev, cfg, tokenizer, refs, {}, info, Tuning.for_adapter(dev.adapter_info))
+    try:
+        await upload_weights(dev, buf, refs, sizes, lambda f, msg: progress(msg, 0.78 + 0.17 * f), m.weights)
+        m.memory["weights"] = sum(sizes.values())
+        progress("compiling the WGSL kernels", 0.96)
+        await compile_kernels(m)
+        await allocate_activations(m, budget)
+    except BaseException:
+        _destroy(m)  # a half-loaded model must not keep GPU memory
+        raise
     progress("model ready", 1.0)
     return m
 
@@ -83,8 +86,8 @@ def _charge(budget, total: int, what: str) -> None:
                        f"{budget / 1e6:.0f} MB available (simulated by the gpu_budget_mb URL parameter)")
 
 
-async def compile_kernels(m: Model) -> None:
-    c, t = m.cfg, m.tuning
+def kernel_specs(c, t: Tuning) -> dict:
+    """Kernel name → (wgsl file, entry point, pipeline constants) for a config and tuning (pure)."""
     q_dim, kv = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
     x8 = t.matvec == "x8"
 
@@ -93,7 +96,7 @@ async def compile_kernels(m: Model) -> None:
         if x8:
             return (f"matvec_{q}_x8.wgsl", "main", {"ROWS": rows, "COLS": cols, "WG": wg})
         return (f"matvec_{q}.wgsl", "main", {"ROWS": rows, "COLS": cols, "TPR": tpr, "WG": wg})
-    specs = {
+    return {
         "embed": ("embed_q8_0.wgsl", "main", {"COLS": c.d_model, "WG": t.wg}),
         "rmsnorm": ("rmsnorm.wgsl", "main", {"N": c.d_model, "EPS": c.rms_eps, "WG": t.red_wg}),
         "mv_q": mv(q_dim, c.d_model), "mv_kv": mv(kv, c.d_model), "mv_o": mv(c.d_model, q_dim),
@@ -111,6 +114,10 @@ async def compile_kernels(m: Model) -> None:
         "argmax1": ("argmax.wgsl", "stage1", {"N": c.vocab, "PARTS": ARGMAX_PARTS, "WG": t.red_wg}),
         "argmax2": ("argmax.wgsl", "stage2", {"N": c.vocab, "PARTS": ARGMAX_PARTS, "WG": t.red_wg}),
     }
+
+
+async def compile_kernels(m: Model) -> None:
+    specs = kernel_specs(m.cfg, m.tuning)
     modules, same = {}, {}
     for name, (file, entry, consts) in specs.items():
         key = (file, entry, tuple(sorted(consts.items())))

@@ -14,8 +14,7 @@ TRUE = ("1", "true", "yes", "on")
 
 def parse_params(params: dict, plans=None) -> dict:
     """{prompt, chat, max_new, plan, driver} from string params; ValueError on bad input."""
-    from .model import PLANS
-    plans = PLANS if plans is None else plans
+    plans = registered_plans() if plans is None else plans
     prompt = params.get("prompt", DEFAULT_PROMPT)
     if prompt is None or not str(prompt).strip():
         raise ValueError("the prompt is empty: type some text for the model to continue")
@@ -36,6 +35,19 @@ def parse_params(params: dict, plans=None) -> dict:
             "plan": plan, "driver": driver}
 
 
+def registered_plans() -> dict:
+    """PLANS, including those of app.llm.plans (fused, gpu_loop) when that module is present."""
+    from .model import PLANS
+    try:
+        from . import plans  # noqa: F401 - registers its plans on import
+    except Exception as e:  # noqa: BLE001 - the per-op plans still work without them
+        PLANS_ERROR.append(f"{type(e).__name__}: {e}")
+    return PLANS
+
+
+PLANS_ERROR: list = []   # why app.llm.plans could not be imported, if it could not
+
+
 def memory_mb(memory: dict) -> dict:
     out = {k: round(v / 1e6, 3) for k, v in memory.items()}
     out["total"] = round(sum(memory.values()) / 1e6, 3)
@@ -50,12 +62,12 @@ async def run(lab, params: dict, on_token=None, logits_out=None) -> dict:
     p = parse_params(params)
     if lab.dev is None:
         raise WebGPUUnavailable("WebGPU is not available in this browser, so the model cannot run here.")
-    m = await get_model(lab, 0, params.get("model"))
+    m = await get_model(lab, 0, params.get("model"), params.get("gpu_budget_mb"))
     tok = m.tokenizer
     text = tok.chat_prompt(p["prompt"]) if p["chat"] else p["prompt"]
     ids = tok.encode(text)
     check_request(_Ctx(m.cfg), ids, p["max_new"])  # before the KV cache is sized for it
-    m = await get_model(lab, len(ids) + p["max_new"], params.get("model"))
+    m = await get_model(lab, len(ids) + p["max_new"], params.get("model"), params.get("gpu_budget_mb"))
     lab.progress(f"generating with plan {p['plan']} ({p['driver']} driver)", None)
     r = await generate(lab, m, ids, p["max_new"], p["plan"], p["driver"], on_token, logits_out)
     counted, declared = r["dispatches_per_token"], r["expected_dispatches_per_token"]

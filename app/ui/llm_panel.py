@@ -17,7 +17,8 @@ METRICS = (("prompt_tokens", "Prompt tokens"), ("ttft_ms", "Time to first token 
 
 
 def mount(lab) -> None:
-    from app.llm.model import PLANS
+    from app.llm.suite import registered_plans
+    PLANS = registered_plans()
     plans = "".join(f"<option value='{esc(p)}'{' selected' if p == 'token_pass' else ''}>{esc(p)}</option>"
                     for p in PLANS)
     set_html("panel-llm", f"""
@@ -49,7 +50,8 @@ def mount(lab) -> None:
 
 def _refresh_plans() -> None:
     """Other modules may register plans after mount (fused, gpu_loop): list them all."""
-    from app.llm.model import PLANS
+    from app.llm.suite import registered_plans
+    PLANS = registered_plans()
     sel = el("llm-plan")
     have = [str(o.value) for o in sel.options]
     for p in PLANS:
