@@ -119,7 +119,6 @@ async def _check(dev, rigs) -> list[dict]:
 
 
 async def run(lab, params: dict) -> dict:
-    from app.lab import Cancelled
     dev = lab.dev
     if dev is None:
         raise WebGPUUnavailable(lab.gpu_error or "no GPU device")
@@ -130,15 +129,42 @@ async def run(lab, params: dict) -> dict:
     rigs = {d: await make_rig(dev, d, cfg["n"]) for d in dtypes}
     ts = Timestamps(dev, cfg["reps_per_visit"]) if has_ts else None
     series = M.series_list(dtypes, has_ts)
+    errors_before = len(dev.uncaptured)
+    t_start = js.performance.now()
+    samples, partial = await measure(lab, dev, rigs, ts, series, cfg)
+    elapsed = (js.performance.now() - t_start) / 1000.0
+    checks = []
+    if dev.lost_reason is None:
+        try:
+            checks = await _check(dev, rigs)
+        except GPUError as e:
+            partial = partial or f"reading the counters back failed: {e}"
+    lab.progress("dispatch: statistics (bootstrap intervals, fits)", 1)
+    t_stats = js.performance.now()
+    sec = M.assemble(samples, cfg, unsupported, has_ts, ts.raw if ts else [], checks, elapsed)
+    sec["analysis_s"] = round((js.performance.now() - t_stats) / 1000.0, 2)
+    sec["kernel"] = {"elements": ELEMENTS, "workgroup_size": WG, "files": [f"wgsl/dispatch_{d}.wgsl" for d in rigs]}
+    sec["gpu_errors"] = list(dev.uncaptured[errors_before:])
+    if partial:
+        sec["partial"], sec["partial_reason"] = True, partial
+    _env_timestamps(lab, sec["gpu"])
+    _report_problems(lab, sec)
+    lab.progress("dispatch: " + ("partial results kept" if partial else "done"), 1)
+    return sec
+
+
+async def measure(lab, dev, rigs, ts, series, cfg) -> tuple[dict, str | None]:
+    """Warm up, then run the interleaved schedule.  Returns (samples, why it stopped early or None);
+    Stop and GPU errors end it early but keep every repetition measured so far."""
+    from app.lab import Cancelled
     schedule = M.visits(M.points(series, cfg), cfg)
     samples = {s: {} for s in series}
-    errors_before = len(dev.uncaptured)
     total = sum(M.visit_cost(s, n, cfg) for _, s, n in schedule)
-    done, partial, t_start, i = 0.0, None, js.performance.now(), 0
+    done, i = 0.0, 0
     try:
         lab.progress("dispatch: warming up", 0)
         for mode, dtype, driver in series:       # first use of every path: JIT, lazy compiles, caches
-            for n in {1, 1 if mode == "naive" else max(cfg["n"])}:
+            for n in sorted({1, 1 if mode == "naive" else max(cfg["n"])}):
                 await untimed(dev, rigs[dtype], n, mode, driver)
         for i, (rnd, s, n) in enumerate(schedule):
             lab.check_cancel()
@@ -155,28 +181,21 @@ async def run(lab, params: dict) -> dict:
                 got = [await timed_rep(dev, rig, n, mode, driver) for _ in range(k)]
             samples[s].setdefault(n, []).extend(got)
             done += M.visit_cost(s, n, cfg)
-    except (Cancelled, GPUError) as e:
-        partial = (f"stopped by the user after {i} of {len(schedule)} visits" if isinstance(e, Cancelled)
-                   else f"GPU error after {i} of {len(schedule)} visits: {e}")
-    elapsed = (js.performance.now() - t_start) / 1000.0
-    checks = [] if isinstance(dev.lost_reason, str) else await _check(dev, rigs)
-    lab.progress("dispatch: statistics (bootstrap intervals, fits)", 1)
-    t_stats = js.performance.now()
-    sec = M.assemble(samples, cfg, unsupported, has_ts, ts.raw if ts else [], checks, elapsed)
-    sec["analysis_s"] = round((js.performance.now() - t_stats) / 1000.0, 2)
-    sec["kernel"] = {"elements": ELEMENTS, "workgroup_size": WG, "files": [f"wgsl/dispatch_{d}.wgsl" for d in rigs]}
-    sec["gpu_errors"] = list(dev.uncaptured[errors_before:])
-    if partial:
-        sec["partial"], sec["partial_reason"] = True, partial
-    _env_timestamps(lab, sec["gpu"])
-    bad = [c for c in checks if not c["ok"]]
+    except Cancelled:
+        return samples, f"stopped by the user after {i} of {len(schedule)} visits"
+    except GPUError as e:
+        lab.error("GPU error during the dispatch benchmark", f"{e} (what was measured before it is kept)")
+        return samples, f"GPU error after {i} of {len(schedule)} visits: {e}"
+    return samples, None
+
+
+def _report_problems(lab, sec: dict) -> None:
+    bad = [c for c in sec["checks"] if not c["ok"]]
     if bad or sec["gpu_errors"]:
         lab.error("Dispatch results failed their check",
                   "; ".join([f"{c['dtype']}: buffer holds {c['got']}, expected {c['expected']}" for c in bad]
                             + sec["gpu_errors"][:3]),
                   "Some dispatches did not run as issued, so these timings are not trustworthy.")
-    lab.progress("dispatch: " + ("partial results kept" if partial else "done"), 1)
-    return sec
 
 
 def _env_timestamps(lab, gpu: dict) -> None:

@@ -161,7 +161,9 @@ def assemble(samples, cfg, unsupported, has_ts, raw_ts, checks, elapsed) -> dict
     gpu_samples = {s: v for s, v in samples.items() if s[2] == GPU}
     boots: dict = {}
     rows, fits = summarize(cpu, boots)
-    if has_ts:
+    if has_ts and raw_ts and not any(raw_ts):
+        gpu = {"status": "unsupported", "reason": "timestamp queries resolved to zeros", "rows": [], "fits": []}
+    elif has_ts:
         grows, gfits = summarize(gpu_samples)
         gpu = {"status": "measured", "quantized": quantized(raw_ts), "rows": grows, "fits": gfits,
                "method": "one_pass with timestampWrites at the beginning and end of the pass"}

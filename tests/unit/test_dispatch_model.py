@@ -79,3 +79,17 @@ def test_quantization_detection():
     assert M.quantized([100_000 * k for k in (3, 7, 12, 20)]) is True
     assert M.quantized([123_456, 223_999, 300_000, 400_000]) is False
     assert M.quantized([100_000]) is None
+
+
+def test_assemble_gpu_status():
+    samples = {**_samples(), ("one_pass", "f32", "gpu"): {n: [20.0 * n] * 3 for n in (1, 2, 4)}}
+    cfg = M.settings(True)
+    sec = M.assemble(samples, cfg, [], True, [100_000 * k for k in range(1, 7)], [], 1.0)
+    assert sec["gpu"]["status"] == "measured" and sec["gpu"]["quantized"] is True
+    assert M.find_fit(sec["gpu"]["fits"], "one_pass", "f32", "gpu")["slope_us"] == pytest.approx(20.0)
+    assert not any(f["driver"] == "gpu" for f in sec["fits"])     # GPU time never mixes with wall time
+    zeros = M.assemble(samples, cfg, [], True, [0] * 6, [], 1.0)
+    assert zeros["gpu"]["status"] == "unsupported" and "zeros" in zeros["gpu"]["reason"]
+    none = M.assemble(_samples(), cfg, [], False, [], [], 1.0)
+    assert none["gpu"] == {"status": "unsupported", "reason": "adapter lacks timestamp-query", "rows": [], "fits": []}
+    assert [s["step"] for s in none["ladder"]][-1] == "GPU time" and none["ladder"][-1]["us_per_dispatch"] is None
