@@ -83,7 +83,7 @@ async def profile(lab, params: dict) -> dict:
     from .session import get_model
     if "timestamp-query" not in lab.dev.features:
         return {"error": "this adapter has no timestamp-query"}
-    m = await get_model(lab, 8, params.get("model"))
+    m = await get_model(lab, 8, params.get("model"), tuning=params.get("tuning"))
     plan = m.plan("token_pass", 0, True)
     n = len(plan.steps)
     qs = lab.dev.create_query_set(2 * n)

@@ -52,7 +52,7 @@ def weight_layout(tensors: dict, n_layers: int) -> tuple[dict, dict]:
     for i in range(n_layers):
         want.update({tensor_name(i, p): (f"layer.{i}", GGML_Q4_1) for p in LAYER_MATRICES})
         want.update({tensor_name(i, p): ("norms", GGML_F32) for p in LAYER_NORMS})
-    order = sorted(want, key=lambda n: (want[n][0], _rank(n)))
+    order = sorted(want, key=lambda n: (_buffer_rank(want[n][0]), _rank(n)))
     refs, sizes = {}, {}
     for name in order:
         key, gtype = want[name]
@@ -66,6 +66,13 @@ def weight_layout(tensors: dict, n_layers: int) -> tuple[dict, dict]:
         refs[name] = WeightRef(key, off, t.nbytes, tuple(t.shape), t.type_name, t.offset)
         sizes[key] = _align(off + t.nbytes)
     return refs, sizes
+
+
+def _buffer_rank(key: str) -> tuple:
+    """Buffers in upload order: token_embd, output, layer.0 … layer.N, norms."""
+    if key.startswith("layer."):
+        return (2, int(key.split(".")[1]))
+    return ({"token_embd": 0, "output": 1}.get(key, 3), 0)
 
 
 def _rank(name: str) -> tuple:

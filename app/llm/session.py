@@ -7,7 +7,8 @@ only grow the KV cache when a run needs a longer context.
 Memory: weights stay quantized (see loader.py); the KV cache holds exactly the requested context
 (prompt + max new tokens) rather than the model's 8192, and is reallocated only to grow.
 URL parameters: model=PATH overrides the model file; gpu_budget_mb=N makes buffer creation fail as
-out-of-memory once the total would pass N MB (a simulated small GPU, to exercise that message).
+out-of-memory once the total would pass N MB (a simulated small GPU, to exercise that message);
+tuning=cpu|gpu forces one kernel shape set (model.Tuning) instead of choosing by adapter.
 """
 from __future__ import annotations
 
@@ -19,19 +20,22 @@ from .loader import DEFAULT_URL, fetch_model, upload_weights, weight_layout
 from .model import ARGMAX_PARTS, MAX_SLOTS, Model, Tuning
 from .tokenizer import Tokenizer
 
-_CACHE: dict = {}                   # url → Model (one model at a time)
+_CACHE: dict = {}                   # (url, tuning) → Model (one model at a time)
 
 
-async def get_model(lab, ctx_len: int, url: str | None = None, budget_mb=None) -> Model:
+async def get_model(lab, ctx_len: int, url: str | None = None, budget_mb=None, tuning: str | None = None) -> Model:
     url = url or lab.params.get("model") or DEFAULT_URL
     budget = _budget(budget_mb if budget_mb is not None else lab.params.get("gpu_budget_mb"))
-    m = _CACHE.get(url)
+    tuning = tuning or lab.params.get("tuning") or "auto"
+    if tuning not in TUNINGS:
+        raise ValueError(f"unknown tuning {tuning!r}; choose one of {', '.join(TUNINGS)}")
+    m = _CACHE.get((url, tuning))
     if m is None:
-        m = await load_model(lab.dev, url, lab.progress, budget)
+        m = await load_model(lab.dev, url, lab.progress, budget, tuning)
         for old in _CACHE.values():  # only once the new one loaded: a bad file keeps the old model
             _destroy(old)
         _CACHE.clear()
-        _CACHE[url] = m
+        _CACHE[(url, tuning)] = m
     if ctx_len > m.cfg.ctx:
         raise ValueError(f"the run needs {ctx_len} positions but the model's context length is {m.cfg.ctx}")
     if ctx_len > m.ctx:
@@ -47,7 +51,16 @@ def _budget(v) -> float | None:
         return None
 
 
-async def load_model(dev, url: str, progress, budget=None) -> Model:
+TUNINGS = ("auto", "cpu", "gpu")   # auto: by adapter; cpu/gpu force one kernel shape set (tests, comparisons)
+
+
+def pick_tuning(name: str, adapter_info: dict) -> Tuning:
+    if name == "auto":
+        return Tuning.for_adapter(adapter_info)
+    return Tuning.for_adapter({"isFallbackAdapter": name == "cpu"})
+
+
+async def load_model(dev, url: str, progress, budget=None, tuning: str = "auto") -> Model:
     import js  # type: ignore
     buf, info = await fetch_model(url, lambda f, msg: progress(msg, None if f is None else 0.75 * f))
     progress("parsing the GGUF file (header, vocabulary, tensor table)", 0.76)
@@ -57,7 +70,7 @@ async def load_model(dev, url: str, progress, budget=None) -> Model:
     tokenizer = Tokenizer.from_metadata(g.metadata)
     refs, sizes = weight_layout(g.tensors, cfg.n_layers)
     _charge(budget, sum(sizes.values()), "creating the GPU buffers for the weights")
-    m = Model(dev, cfg, tokenizer, refs, {}, info, Tuning.for_adapter(dev.adapter_info))
+    m = Model(dev, cfg, tokenizer, refs, {}, info, pick_tuning(tuning, dev.adapter_info))
     try:
         await upload_weights(dev, buf, refs, sizes, lambda f, msg: progress(msg, 0.78 + 0.17 * f), m.weights)
         m.memory["weights"] = sum(sizes.values())

@@ -62,12 +62,13 @@ async def run(lab, params: dict, on_token=None, logits_out=None) -> dict:
     p = parse_params(params)
     if lab.dev is None:
         raise WebGPUUnavailable("WebGPU is not available in this browser, so the model cannot run here.")
-    m = await get_model(lab, 0, params.get("model"), params.get("gpu_budget_mb"))
+    m = await get_model(lab, 0, params.get("model"), params.get("gpu_budget_mb"), params.get("tuning"))
     tok = m.tokenizer
     text = tok.chat_prompt(p["prompt"]) if p["chat"] else p["prompt"]
     ids = tok.encode(text)
     check_request(_Ctx(m.cfg), ids, p["max_new"])  # before the KV cache is sized for it
-    m = await get_model(lab, len(ids) + p["max_new"], params.get("model"), params.get("gpu_budget_mb"))
+    m = await get_model(lab, len(ids) + p["max_new"], params.get("model"), params.get("gpu_budget_mb"),
+                        params.get("tuning"))
     lab.progress(f"generating with plan {p['plan']} ({p['driver']} driver)", None)
     r = await generate(lab, m, ids, p["max_new"], p["plan"], p["driver"], on_token, logits_out)
     counted, declared = r["dispatches_per_token"], r["expected_dispatches_per_token"]

@@ -157,5 +157,5 @@ def render(lab, section: dict) -> None:
 
 def _fmt(v) -> str:
     if isinstance(v, float):
-        return f"{v:.2f}"
+        return str(int(v)) if v.is_integer() else f"{v:.2f}"
     return "—" if v is None else str(v)

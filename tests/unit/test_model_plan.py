@@ -97,7 +97,8 @@ def test_weight_layout_rejects_other_quantizations():
     t["token_embd.weight"] = TensorInfo("token_embd.weight", (8, 32), 3, 0, 160)
     with pytest.raises(GGUFError, match="Q4_1; these kernels need Q8_0"):
         weight_layout(t, 0)
-    with pytest.raises(GGUFError, match="missing"):
+    t["token_embd.weight"] = TensorInfo("token_embd.weight", (8, 32), 8, 0, 272)
+    with pytest.raises(GGUFError, match="'blk.0.attn_q.weight' is missing"):
         weight_layout(t, 1)
 
 
