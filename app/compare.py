@@ -6,7 +6,8 @@ Rows, all with the same raw prompt, greedy decoding, max new tokens and context 
   wllama cpu, 1 thread / all cores           navigator.hardwareConcurrency
 Each engine loads once, makes one untimed 1-token warm-up, then `runs` timed generations; the row holds the
 median decode rate with a bootstrap CI.  Any failure stays in its row (error + note); the rest still runs.
-Params: prompt, chat, max_new_tokens, runs, quick, driver (ours), model.
+Params: prompt, chat, max_new_tokens, runs, quick, driver (ours), plan (ours' main row; default: the plan
+registry's best for this adapter), model.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from app.compare_report import (NO_DISPATCH_COUNT, add_comparisons, label, summa
 QUICK_MAX_NEW, FULL_MAX_NEW = 8, 32
 QUICK_RUNS, FULL_RUNS = 1, 3
 MAX_RUNS = 20
-BEST_ORDER = ("gpu_loop", "fused", "token_pass")  # until the plan registry names its best plan
+FALLBACK_ORDER = ("op_by_op", "token_encoder", "token_pass")  # if app.llm.plans is missing
 GLUE = "static/wllama_glue.js"
 LOAD_TIMEOUT_MS = 180_000
 
@@ -29,12 +30,13 @@ def _now() -> float:
 
 
 def parse(params: dict) -> dict:
-    """{prompt, chat, max_new, runs, quick, driver}; ValueError with a message for the page."""
+    """{prompt, chat, max_new, runs, quick, driver, plan (None: the registry's best)}; ValueError for the page."""
     from app.llm.suite import parse_params
+    _registry()
     quick = str(params.get("quick", "")).lower() in ("1", "true", "yes", "on")
     p = {**params, "max_new_tokens": params.get("max_new_tokens") or (QUICK_MAX_NEW if quick else FULL_MAX_NEW)}
-    p.pop("plan", None)  # the compare suite picks its own plans
-    base = parse_params(p)
+    base = parse_params(p)  # also checks a given plan against the registry
+    base["plan"] = params.get("plan") or None
     raw = str(params.get("runs") or (QUICK_RUNS if quick else FULL_RUNS)).strip()
     try:
         runs = int(raw)
@@ -45,11 +47,28 @@ def parse(params: dict) -> dict:
     return {**base, "runs": runs, "quick": quick}
 
 
-def best_plan() -> str:
+def _registry():
+    """app.llm.plans (importing it registers fused and gpu_loop), or None where it is not there."""
+    try:
+        from app.llm import plans
+        return plans
+    except ImportError:
+        return None
+
+
+def best_plan(dev) -> str:
+    """Our fastest plan per the plan registry (app.llm.plans: ORDER runs from eager to most amortized),
+    skipping plans this adapter cannot run; the per-op token_pass when the registry is not there."""
     from app.llm import model
-    if callable(getattr(model, "best_plan", None)):
-        return model.best_plan()
-    return next((p for p in BEST_ORDER if p in model.PLANS), "op_by_op")
+    plans = _registry()
+    if plans is not None and callable(getattr(plans, "best", None)):
+        return plans.best(dev)
+    fused = getattr(plans, "fused", None)
+    for name in reversed(getattr(plans, "ORDER", FALLBACK_ORDER)):
+        needs_fused = name in ("fused", "gpu_loop")
+        if name in model.PLANS and not (needs_fused and (fused is None or fused.supported(dev))):
+            return name
+    return "op_by_op"
 
 
 def n_ctx_for(need: int) -> int:
@@ -156,7 +175,7 @@ async def run(lab, params: dict) -> dict:
     from app.lab import Cancelled, describe
     p = parse(params)
     url = params.get("model") or "models/SmolLM2-135M-Instruct.Q4_1.gguf"
-    best = best_plan()
+    best = p["plan"] or best_plan(lab.dev)
     hc = int(js.navigator.hardwareConcurrency or 1)
     rows = [_row("ours", best, None, True)]
     if best != "op_by_op":
@@ -165,7 +184,9 @@ async def run(lab, params: dict) -> dict:
     if hc > 1:
         rows.append(_row("wllama", "cpu", hc, False))
     sec = {"prompt": p["prompt"], "chat": p["chat"], "max_new_tokens": p["max_new"], "runs": p["runs"],
-           "driver": p["driver"], "reference": f"ours/{best}", "engines": rows, "notes": [], "wllama": {}}
+           "driver": p["driver"], "reference": f"ours/{best}", "engines": rows, "wllama": {},
+           "notes": [f"ours' main row runs plan {best}: " + ("chosen with the plan parameter" if p["plan"] else
+                     "the most amortized plan in the plan registry (app.llm.plans.ORDER) this adapter supports")]}
 
     # Prompt ids come from our tokenizer; the context is sized from them so every engine gets the same n_ctx.
     from app.llm import session
@@ -246,9 +267,10 @@ async def run(lab, params: dict) -> dict:
 
 
 def notes(lab, caps: dict) -> list[str]:
-    out = ["decode tok/s = (generated − 1) / (last token time − first token time), wall clock in this page, "
-           "for every engine; TTFT = request to first token (prompt included). llama.cpp's own timings are in "
-           "each wllama row (wllama.timings).",
+    out = ["decode tok/s is the rate of the forward passes that each yield one token, wall clock in this page: "
+           "ours = new tokens / (last token read back − prefill done) (app/llm/generate.py); wllama = "
+           "(new tokens − 1) / (last token − first token), since llama.cpp samples its first token from the prompt "
+           "pass. TTFT = request to first token, prompt included. llama.cpp's own timings are in each wllama row.",
            "Every engine loads once, makes one untimed 1-token warm-up, then the timed runs; the CI is a 95% "
            "bootstrap interval of the median over those runs.",
            "wllama is loaded from the GGUF bytes in memory (Wllama.loadModel with a Blob): load_ms excludes the "

@@ -26,6 +26,7 @@ def mount(lab) -> None:
           <option value="1">chat (ChatML template)</option></select></label>
         <label>Max new tokens <input id="cmp-max" type="number" min="1" max="4096" value="32"></label>
         <label>Runs per engine <input id="cmp-runs" type="number" min="1" max="20" value="3"></label>
+        <label>Our plan <select id="cmp-plan"><option value="">best (plan registry)</option></select></label>
         <button id="cmp-run" class="primary">Run comparison</button>
         <button id="cmp-stop" disabled>Stop</button>
       </div>
@@ -35,11 +36,28 @@ def mount(lab) -> None:
       <ul id="cmp-notes" class="muted"></ul>""")
     on("cmp-run", "click", lambda evt: _run_clicked(lab))
     on("cmp-stop", "click", lambda evt: _stop(lab))
+    on("cmp-plan", "focus", lambda evt: _refresh_plans())
+    _refresh_plans()
+
+
+def _refresh_plans() -> None:
+    """List every registered plan (other modules register theirs after this panel mounts)."""
+    from app import compare
+    from app.llm.model import PLANS
+    compare._registry()
+    sel = el("cmp-plan")
+    have = [str(o.value) for o in sel.options]
+    for p in PLANS:
+        if p not in have:
+            opt = js.document.createElement("option")
+            opt.value = opt.textContent = p
+            sel.appendChild(opt)
 
 
 def _form() -> dict:
     return {"prompt": str(el("cmp-prompt").value), "chat": str(el("cmp-chat").value),
-            "max_new_tokens": str(el("cmp-max").value), "runs": str(el("cmp-runs").value)}
+            "max_new_tokens": str(el("cmp-max").value), "runs": str(el("cmp-runs").value),
+            "plan": str(el("cmp-plan").value)}
 
 
 def _stop(lab) -> None:

@@ -63,12 +63,13 @@ def test_compare_suite_rows_agreement_and_fallback(page, server):
 
 def test_wllama_failure_stays_in_its_rows(page, server):
     page.route("**/vendor/wllama/wllama.wasm", lambda r: r.fulfill(status=404, body="gone"))
-    assert open_lab(page, server, query(max_new_tokens="2", prompt="1 2"), timeout_s=900) == "done"
+    assert open_lab(page, server, query(max_new_tokens="2", prompt="1 2", plan="op_by_op"), timeout_s=900) == "done"
     sec = page.evaluate("dlResults")["compare"]
     wl = [e for e in sec["engines"] if e["engine"] == "wllama"]
     assert wl and all(e["error"] and "Aborted(" in e["error"] and e["decode_tok_per_s"] is None for e in wl)
     assert all(e["on_gpu"] is False for e in wl)
     ours = [e for e in sec["engines"] if e["engine"] == "ours"]
+    assert [e["mode"] for e in ours] == ["op_by_op"] and sec["reference"] == "ours/op_by_op"  # plan= honoured
     assert all(not e["error"] and len(e["generated_token_ids"]) == 2 for e in ours)
     shown = page.inner_text("#panel-compare")
     assert "wllama failed to load" in shown
