@@ -21,6 +21,7 @@ import numpy as np
 
 from app import plan as planlib
 from app.bench import dispatch_model as M
+from app.bench import stats
 from app.gpu import COPY_DST, COPY_SRC, QUERY_RESOLVE, STORAGE, GPUError, WebGPUUnavailable
 
 ELEMENTS = 256
@@ -128,6 +129,7 @@ async def run(lab, params: dict) -> dict:
     lab.progress("dispatch: compiling kernels and building plans", 0)
     rigs = {d: await make_rig(dev, d, cfg["n"]) for d in dtypes}
     ts = Timestamps(dev, cfg["reps_per_visit"]) if has_ts else None
+    cfg = M.cap_naive(cfg, await naive_await_us(lab, dev, rigs["f32"]), len(dtypes))
     series = M.series_list(dtypes, has_ts)
     errors_before = len(dev.uncaptured)
     t_start = js.performance.now()
@@ -151,6 +153,13 @@ async def run(lab, params: dict) -> dict:
     _report_problems(lab, sec)
     lab.progress("dispatch: " + ("partial results kept" if partial else "done"), 1)
     return sec
+
+
+async def naive_await_us(lab, dev, rig: Rig, reps: int = 12) -> float:
+    """Median cost of one naive dispatch (submit + await) here, to size naive mode's schedule."""
+    lab.progress("dispatch: measuring the cost of one await", 0)
+    await untimed(dev, rig, 1, "naive", M.PY)
+    return stats.median([await timed_rep(dev, rig, 1, "naive", M.PY) for _ in range(reps)])
 
 
 async def measure(lab, dev, rigs, ts, series, cfg) -> tuple[dict, str | None]:

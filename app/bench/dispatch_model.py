@@ -19,20 +19,35 @@ DTYPES = ("f32", "f16", "i32")
 PY, JS, GPU = "python", "js", "gpu"
 JS_MODES = ("sequential", "one_pass")           # the driver split: same loops, encoded by static/replay.js
 
-FULL = {"n": [2 ** k for k in range(11)], "naive_n_max": 1024, "reps": 20, "rounds": 4}
-QUICK = {"n": [1, 4, 16, 64, 256, 1024], "naive_n_max": 16, "reps": 20, "rounds": 2}
-NAIVE_NOTE = ("naive mode awaits the GPU after every dispatch (1-3 ms each on a software adapter), so it stops at "
-              "N={cap}; its cost grows exactly linearly in N, which the fit over N<={cap} already captures")
+# naive mode awaits the GPU after every dispatch; its N stops where the schedule's naive part would
+# exceed naive_budget_s at the await cost measured before the run (never below naive_min_cap).
+FULL = {"n": [2 ** k for k in range(11)], "reps": 20, "rounds": 4, "naive_budget_s": 120, "naive_min_cap": 64}
+QUICK = {"n": [1, 4, 16, 64, 256, 1024], "reps": 20, "rounds": 2, "naive_budget_s": 6, "naive_min_cap": 16}
+NAIVE_NOTE = ("naive mode awaits the GPU after every dispatch ({await_us:.0f} µs per await measured here), so "
+              "to stay within its {budget:.0f} s budget it stops at N={cap}; its cost grows linearly in N "
+              "(every dispatch is its own round trip), which the fit over N<={cap} captures")
 SEED = 7
 F16_WRAP = 1025        # the f16 kernel counts modulo 1025 (f16 holds integers exactly only up to 2048)
 
 
 def settings(quick: bool) -> dict:
     base = QUICK if quick else FULL
-    cfg = {**base, "n": list(base["n"]), "reps_per_visit": base["reps"] // base["rounds"], "seed": SEED,
-           "warmup_per_visit": 1, "quick": bool(quick)}
-    if base["naive_n_max"] < max(base["n"]):
-        cfg["naive_note"] = NAIVE_NOTE.format(cap=base["naive_n_max"])
+    return {**base, "n": list(base["n"]), "reps_per_visit": base["reps"] // base["rounds"], "seed": SEED,
+            "warmup_per_visit": 1, "quick": bool(quick), "naive_n_max": max(base["n"])}
+
+
+def cap_naive(cfg: dict, await_us: float, n_dtypes: int) -> dict:
+    """Set cfg["naive_n_max"]: the largest N whose naive points fit the budget (see FULL/QUICK)."""
+    cap = min(cfg["n"])
+    for n in sorted(cfg["n"]):
+        cost_s = n_dtypes * cfg["reps"] * await_us * sum(m for m in cfg["n"] if m <= n) / 1e6
+        if n <= cfg["naive_min_cap"] or cost_s <= cfg["naive_budget_s"]:
+            cap = n
+        else:
+            break
+    cfg = {**cfg, "naive_n_max": cap, "naive_await_us": round(await_us, 1)}
+    if cap < max(cfg["n"]):
+        cfg["naive_note"] = NAIVE_NOTE.format(await_us=await_us, budget=cfg["naive_budget_s"], cap=cap)
     return cfg
 
 
@@ -68,7 +83,7 @@ def visits(pts, cfg: dict) -> list[tuple[int, tuple, int]]:
 def visit_cost(series, n: int, cfg: dict) -> float:
     """A rough relative cost (µs on a software adapter) for an honest progress bar."""
     if series[0] == "naive":                 # its warm-up is a single dispatch (see dispatch.py)
-        return cfg["reps_per_visit"] * n * 2000.0 + 2000.0
+        return (cfg["reps_per_visit"] * n + 1) * cfg.get("naive_await_us", 2000.0)
     return (cfg["reps_per_visit"] + cfg["warmup_per_visit"]) * (n * 60.0 + 2000.0)
 
 

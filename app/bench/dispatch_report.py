@@ -2,6 +2,23 @@
 
 Registered with app.report at import time, so ``report.validate``, ``format_tables`` and ``to_csv``
 (used by the page, by ``build.py bench`` and by the tests) all know the section.
+
+Fields (µs throughout; the first four keys are the stable schema, the rest are additions):
+  rows[]        one per (mode, dtype, driver, n): per_dispatch_us {median, ci95: [lo, hi]} over `reps`
+                repetitions of total/N (bootstrap percentile CI, seeded), and total_us_median
+  fits[]        one per (mode, dtype, driver): least squares of the per-N median total time against N:
+                slope_us (cost of one more dispatch), intercept_us (fixed cost: the final await),
+                r2, points, slope_ci95 (bootstrap over repetitions at each N)
+  naive_over_sequential  naive slope / sequential slope, f32 and Python driver: how many times the
+                naive method (submit + await per dispatch) overstates one dispatch's cost
+  unsupported[] {dtype, reason}: dtypes this adapter cannot run (never faked)
+  driver_split[] {mode, dtype, python_slope_us, js_slope_us, ffi_us_per_dispatch, ffi_ci95}:
+                Pyodide FFI cost per dispatch = Python-driven slope − JS-driven slope
+  gpu           {status: measured|unsupported, reason?, quantized, rows[], fits[]}: one_pass timed by
+                timestampWrites at the pass's beginning and end (driver "gpu")
+  ladder[]      {step, us_per_dispatch, note}: naive, sequential, one_encoder, one_pass, GPU time (f32)
+  checks[]      {dtype, dispatches, expected, got, ok}: counter buffers read back after the run
+  schedule, kernel, timing, elapsed_s, analysis_s, gpu_errors, partial/partial_reason (a stopped run)
 """
 from __future__ import annotations
 

@@ -4,9 +4,22 @@ import pytest
 from app.bench import dispatch_model as M
 
 
+def test_naive_cap_follows_the_await_cost_and_budget():
+    full = M.settings(False)
+    assert M.cap_naive(full, 300.0, 3)["naive_n_max"] == 1024          # fast awaits: every N
+    assert "naive_note" not in M.cap_naive(full, 300.0, 3)
+    slow = M.cap_naive(full, 2000.0, 2)                                  # SwiftShader: 2 ms per await
+    assert slow["naive_n_max"] == 512 and "N=512" in slow["naive_note"] and "2000 µs" in slow["naive_note"]
+    cost = 2 * 20 * 2000.0 * sum(n for n in full["n"] if n <= 512) / 1e6
+    assert cost <= full["naive_budget_s"]
+    assert M.cap_naive(full, 1e6, 2)["naive_n_max"] == full["naive_min_cap"]   # never below the minimum
+    quick = M.cap_naive(M.settings(True), 2000.0, 2)
+    assert quick["naive_n_max"] == 16 and quick["naive_await_us"] == 2000.0
+
+
 def test_schedule_covers_every_point_every_round_in_shuffled_order():
     for quick in (False, True):
-        cfg = M.settings(quick)
+        cfg = M.cap_naive(M.settings(quick), 2000.0, 2)
         assert cfg["reps_per_visit"] * cfg["rounds"] >= 20
         series = M.series_list(["f32", "i32"], timestamps=True)
         pts = M.points(series, cfg)
@@ -20,6 +33,7 @@ def test_schedule_covers_every_point_every_round_in_shuffled_order():
         naive_n = {n for s, n in pts if s[0] == "naive"}
         assert max(naive_n) == cfg["naive_n_max"]
         assert ("naive_note" in cfg) == (cfg["naive_n_max"] < max(cfg["n"]))
+        assert cfg["naive_n_max"] < max(cfg["n"])
 
 
 def test_full_run_uses_every_power_of_two_to_1024():
