@@ -2,8 +2,10 @@
 // Same math, bindings and block layout as matvec_q4_1.wgsl (see there); this variant is for CPU
 // adapters (SwiftShader), where every storage load is a 4-lane gather with bounds checks and
 // barriers are costly: one invocation keeps eight rows' sums in registers, so each x value it loads
-// serves eight rows, and no workgroup reduction is needed.  Nibbles are converted through i32 (exact;
-// the unsigned conversion costs several more instructions there).
+// serves eight rows, and no workgroup reduction is needed.  Nibbles are not shifted down: the nibble
+// of byte k is masked in place (value q·2^(8k)), converted through i32 (exact; the unsigned conversion
+// costs several more instructions there) and multiplied by x·2^(-8k), computed once per x load for the
+// eight rows.  Powers of two only move exponents, so each product equals q·x exactly as in the plain form.
 //
 // Bindings (group 0):
 //   0  storage, read        array<u32>        W   ROWS·COLS/32·5 words
@@ -20,11 +22,13 @@ override WG: u32 = 16u;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 
-// q·x for the 8 weights packed in word w: low nibbles pair with xl, high nibbles with xh.
+const NIBBLE = vec4<u32>(0xfu, 0xf00u, 0xf0000u, 0xf000000u);           // low nibble of bytes 0..3, in place
+const UNSCALE = vec4<f32>(1.0, 0.00390625, 1.52587890625e-05, 5.9604644775390625e-08);  // 2^0, 2^-8, 2^-16, 2^-24
+
+// q·x for the 8 weights packed in word w; xl, xh are the matching x values times UNSCALE.
 fn word_dot(w: u32, xl: vec4<f32>, xh: vec4<f32>) -> f32 {
-    let v = vec4<u32>(w);
-    let lo = vec4<f32>(vec4<i32>((v >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u)));
-    let hi = vec4<f32>(vec4<i32>((v >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u)));
+    let lo = vec4<f32>(vec4<i32>(vec4<u32>(w) & NIBBLE));
+    let hi = vec4<f32>(vec4<i32>(vec4<u32>(w >> 4u) & NIBBLE));
     return dot(lo, xl) + dot(hi, xh);
 }
 
@@ -47,9 +51,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         var qb = vec4<f32>(0.0);
         var sx = vec4<f32>(0.0);
         for (var i = 1u; i < 5u; i++) {
-            let xl = x[b * 8u + i - 1u];
-            let xh = x[b * 8u + i + 3u];
-            sx += xl + xh;
+            let x_lo = x[b * 8u + i - 1u];   // elements 4(i-1) .. 4(i-1)+3 of the block
+            let x_hi = x[b * 8u + i + 3u];   // the same + 16
+            sx += x_lo + x_hi;
+            let xl = x_lo * UNSCALE;
+            let xh = x_hi * UNSCALE;
             qa += vec4<f32>(word_dot(W[ra.x + o + i], xl, xh), word_dot(W[ra.y + o + i], xl, xh),
                             word_dot(W[ra.z + o + i], xl, xh), word_dot(W[ra.w + o + i], xl, xh));
             qb += vec4<f32>(word_dot(W[rb.x + o + i], xl, xh), word_dot(W[rb.y + o + i], xl, xh),

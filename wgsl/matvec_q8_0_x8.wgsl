@@ -22,14 +22,9 @@ fn i8x4(w: u32) -> vec4<f32> {
     return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
 }
 
-// Block 0 of a pair: its quants straddle words (they start at byte 2).
-fn dot0(p: u32, i: u32, xv: vec4<f32>) -> f32 {
-    return dot(i8x4((W[p + i] >> 16u) | (W[p + i + 1u] << 16u)), xv);
-}
-
-// Block 1 of a pair: quants in words 9..16, aligned.
-fn dot1(p: u32, i: u32, xv: vec4<f32>) -> f32 {
-    return dot(i8x4(W[p + 9u + i]), xv);
+// Block 0 of a pair: its quants straddle words (they start at byte 2): lo is word i, hi word i+1.
+fn dot0(lo: u32, hi: u32, xv: vec4<f32>) -> f32 {
+    return dot(i8x4((lo >> 16u) | (hi << 16u)), xv);
 }
 
 @compute @workgroup_size(WG)
@@ -50,22 +45,35 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         var s0b = vec4<f32>(0.0);
         var s1a = vec4<f32>(0.0);
         var s1b = vec4<f32>(0.0);
+        // word i of each row's pair, carried into the next step so that every word is loaded once
+        var la = vec4<u32>(W[ra.x + o], W[ra.y + o], W[ra.z + o], W[ra.w + o]);
+        var lb = vec4<u32>(W[rb.x + o], W[rb.y + o], W[rb.z + o], W[rb.w + o]);
+        // word 0's low half is d0
+        let d0a = vec4<f32>(unpack2x16float(la.x).x, unpack2x16float(la.y).x, unpack2x16float(la.z).x,
+                            unpack2x16float(la.w).x);
+        let d0b = vec4<f32>(unpack2x16float(lb.x).x, unpack2x16float(lb.y).x, unpack2x16float(lb.z).x,
+                            unpack2x16float(lb.w).x);
         for (var i = 0u; i < 8u; i++) {
             let x0 = x[p * 16u + i];
             let x1 = x[p * 16u + 8u + i];
-            s0a += vec4<f32>(dot0(ra.x + o, i, x0), dot0(ra.y + o, i, x0), dot0(ra.z + o, i, x0), dot0(ra.w + o, i, x0));
-            s0b += vec4<f32>(dot0(rb.x + o, i, x0), dot0(rb.y + o, i, x0), dot0(rb.z + o, i, x0), dot0(rb.w + o, i, x0));
-            s1a += vec4<f32>(dot1(ra.x + o, i, x1), dot1(ra.y + o, i, x1), dot1(ra.z + o, i, x1), dot1(ra.w + o, i, x1));
-            s1b += vec4<f32>(dot1(rb.x + o, i, x1), dot1(rb.y + o, i, x1), dot1(rb.z + o, i, x1), dot1(rb.w + o, i, x1));
+            let j = o + i + 1u;
+            let ha = vec4<u32>(W[ra.x + j], W[ra.y + j], W[ra.z + j], W[ra.w + j]);
+            let hb = vec4<u32>(W[rb.x + j], W[rb.y + j], W[rb.z + j], W[rb.w + j]);
+            s0a += vec4<f32>(dot0(la.x, ha.x, x0), dot0(la.y, ha.y, x0), dot0(la.z, ha.z, x0), dot0(la.w, ha.w, x0));
+            s0b += vec4<f32>(dot0(lb.x, hb.x, x0), dot0(lb.y, hb.y, x0), dot0(lb.z, hb.z, x0), dot0(lb.w, hb.w, x0));
+            let k = j + 8u;  // block 1: words 9..16 of the pair, aligned
+            s1a += vec4<f32>(dot(i8x4(W[ra.x + k]), x1), dot(i8x4(W[ra.y + k]), x1),
+                             dot(i8x4(W[ra.z + k]), x1), dot(i8x4(W[ra.w + k]), x1));
+            s1b += vec4<f32>(dot(i8x4(W[rb.x + k]), x1), dot(i8x4(W[rb.y + k]), x1),
+                             dot(i8x4(W[rb.z + k]), x1), dot(i8x4(W[rb.w + k]), x1));
+            la = ha;
+            lb = hb;
         }
-        let d0a = vec4<f32>(unpack2x16float(W[ra.x + o]).x, unpack2x16float(W[ra.y + o]).x,
-                            unpack2x16float(W[ra.z + o]).x, unpack2x16float(W[ra.w + o]).x);
-        let d0b = vec4<f32>(unpack2x16float(W[rb.x + o]).x, unpack2x16float(W[rb.y + o]).x,
-                            unpack2x16float(W[rb.z + o]).x, unpack2x16float(W[rb.w + o]).x);
-        let d1a = vec4<f32>(unpack2x16float(W[ra.x + o + 8u]).y, unpack2x16float(W[ra.y + o + 8u]).y,
-                            unpack2x16float(W[ra.z + o + 8u]).y, unpack2x16float(W[ra.w + o + 8u]).y);
-        let d1b = vec4<f32>(unpack2x16float(W[rb.x + o + 8u]).y, unpack2x16float(W[rb.y + o + 8u]).y,
-                            unpack2x16float(W[rb.z + o + 8u]).y, unpack2x16float(W[rb.w + o + 8u]).y);
+        // after the loop la/lb hold word 8, whose high half is d1
+        let d1a = vec4<f32>(unpack2x16float(la.x).y, unpack2x16float(la.y).y, unpack2x16float(la.z).y,
+                            unpack2x16float(la.w).y);
+        let d1b = vec4<f32>(unpack2x16float(lb.x).y, unpack2x16float(lb.y).y, unpack2x16float(lb.z).y,
+                            unpack2x16float(lb.w).y);
         acc_a += d0a * s0a + d1a * s1a;
         acc_b += d0b * s0b + d1b * s1b;
     }
