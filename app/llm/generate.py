@@ -64,6 +64,10 @@ class GpuTimer:
         self.used += 1
         return (self.qs, 4 * self.used - 4)
 
+    def destroy(self) -> None:
+        self.qs.destroy()
+        self.buf.destroy()
+
     async def read_ms(self) -> list[float]:
         if not self.used:
             return []
@@ -72,8 +76,6 @@ class GpuTimer:
         enc.resolveQuerySet(self.qs, 0, 4 * self.used, self.buf, 0)
         self.dev.queue.submit(js.Array.of(enc.finish()))
         raw = np.frombuffer(await self.dev.read_buffer(self.buf, 32 * self.used), dtype=np.uint64)
-        self.qs.destroy()
-        self.buf.destroy()
         t = raw.reshape(-1, 4).astype(np.int64)
         end = t[:, 1] if self.single_pass else t[:, 3]
         return [float(x) / 1e6 for x in (end - t[:, 0])]
@@ -131,6 +133,9 @@ class Readback:
         self.dev.raise_if_lost()
         return value
 
+    def destroy(self) -> None:
+        self.staging.destroy()
+
 
 def write_step(m: Model, token: int | None, pos: int, slot: int = 0) -> None:
     """Host side of the token state: tokens[slot] = token (unless None) and steps[slot] = {pos, slot}."""
@@ -161,74 +166,103 @@ async def generate(lab, m: Model, prompt_ids: list, max_new: int, plan: str = "t
     if driver not in ("python", "js"):
         raise ValueError(f"unknown driver {driver!r}; choose python or js")
     check_request(m, prompt_ids, max_new)
-    spec, dev = PLANS[plan], m.dev
+    spec = PLANS[plan]
     if getattr(spec, "prepare", None) is not None:
         await spec.prepare(m)
     if getattr(spec, "generate", None) is not None:
         return await spec.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out)
-    full, pre = m.plan(plan, 0, True), m.plan(plan, 0, False)
-    timer = GpuTimer(dev, min(TIMED_TOKENS, max_new)) if "timestamp-query" in dev.features \
-        and spec.mode in ("one_pass", "sequential") else None
-    if timer:
-        timer.single_pass = spec.mode == "one_pass"
-    rb, pre_c, dec_c = Readback(dev), Counters(), Counters()
-    decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
-    stopped, t_first, t_last = "max_new_tokens", None, None
-    t0 = _now()
-    for pos, tok in enumerate(prompt_ids[:-1]):
-        if lab.cancel_requested:
-            stopped = "cancelled"
-            break
-        write_step(m, tok, pos)
-        await _run(dev, pre, spec.mode, driver, pre_c)
-    await dev.on_submitted_work_done()  # decode timing starts with the GPU idle
-    t_dec = _now()
-    tok, pos = prompt_ids[-1], len(prompt_ids) - 1
-    while stopped != "cancelled":  # each pass feeds tok at pos and yields one new token
-        write_step(m, tok, pos)
-        await _run(dev, full, spec.mode, driver, dec_c, timer.next() if timer else None)
-        nxt = await rb.token(m.act["tokens"], 0)
-        dec_c.readbacks += 1
-        t_last = _now()
-        t_first = t_first if t_first is not None else t_last
-        if logits_out is not None:
-            logits_out.append(await dev.read_buffer(m.act["logits"], 4 * m.cfg.vocab))
-        if not 0 <= nxt < m.cfg.vocab:
-            raise ArithmeticError(f"argmax returned {nxt}: the logits were all NaN (a numerical fault in a kernel)")
-        out.append(nxt)
-        piece = decoder.feed(nxt)
-        pieces.append(piece)
-        if on_token is not None:
-            on_token(nxt, piece)
-        if nxt == m.cfg.eos_id:
-            stopped = "eos"
-            break
-        if len(out) >= max_new:
-            break
-        if lab.cancel_requested:
-            stopped = "cancelled"
-            break
-        tok, pos = nxt, pos + 1
-    pieces.append(decoder.flush())
-    gpu_ms = await timer.read_ms() if timer else []
+    loop = _TokenLoop(m, plan, spec, driver, max_new)
+    try:
+        t0 = _now()
+        cancelled = await loop.prefill(lab, prompt_ids[:-1])
+        await m.dev.on_submitted_work_done()  # decode timing starts with the GPU idle
+        t_dec = _now()
+        stopped = "cancelled" if cancelled else await loop.decode(lab, prompt_ids[-1], len(prompt_ids) - 1,
+                                                                  on_token, logits_out)
+        gpu_ms = await loop.timer.read_ms() if loop.timer else []
+    finally:
+        loop.destroy()
+    return _result(loop, prompt_ids, stopped, gpu_ms, t0, t_dec)
+
+
+class _TokenLoop:
+    """One run's state: recorded plans, counters, readback, timer, and the tokens made so far."""
+
+    def __init__(self, m: Model, plan: str, spec, driver: str, max_new: int):
+        self.m, self.plan, self.spec, self.driver, self.max_new = m, plan, spec, driver, max_new
+        self.full, self.pre = m.plan(plan, 0, True), m.plan(plan, 0, False)
+        timed = "timestamp-query" in m.dev.features and spec.mode in ("one_pass", "sequential")
+        self.timer = GpuTimer(m.dev, min(TIMED_TOKENS, max_new)) if timed else None
+        if self.timer:
+            self.timer.single_pass = spec.mode == "one_pass"
+        self.rb, self.pre_c, self.dec_c = Readback(m.dev), Counters(), Counters()
+        self.decoder, self.pieces, self.out = m.tokenizer.stream_decoder(skip_special=True), [], []
+        self.t_first = self.t_last = None
+
+    async def prefill(self, lab, ids: list) -> bool:
+        """Feed ids at positions 0.. without the head; True if Stop was pressed meanwhile."""
+        for pos, tok in enumerate(ids):
+            if lab.cancel_requested:
+                return True
+            write_step(self.m, tok, pos)
+            await _run(self.m.dev, self.pre, self.spec.mode, self.driver, self.pre_c)
+        return False
+
+    async def decode(self, lab, tok: int, pos: int, on_token, logits_out) -> str:
+        """Feed tok at pos, read the new token back, repeat; return why it stopped."""
+        m = self.m
+        while True:
+            write_step(m, tok, pos)
+            await _run(m.dev, self.full, self.spec.mode, self.driver, self.dec_c,
+                       self.timer.next() if self.timer else None)
+            nxt = await self.rb.token(m.act["tokens"], 0)
+            self.dec_c.readbacks += 1
+            self.t_last = _now()
+            self.t_first = self.t_first if self.t_first is not None else self.t_last
+            if logits_out is not None:
+                logits_out.append(await m.dev.read_buffer(m.act["logits"], 4 * m.cfg.vocab))
+            if not 0 <= nxt < m.cfg.vocab:
+                raise ArithmeticError(f"argmax returned {nxt}: the logits were all NaN (a numerical fault in a kernel)")
+            self.out.append(nxt)
+            piece = self.decoder.feed(nxt)
+            self.pieces.append(piece)
+            if on_token is not None:
+                on_token(nxt, piece)
+            if nxt == m.cfg.eos_id:
+                return "eos"
+            if len(self.out) >= self.max_new:
+                return "max_new_tokens"
+            if lab.cancel_requested:
+                return "cancelled"
+            tok, pos = nxt, pos + 1
+
+    def destroy(self) -> None:
+        self.rb.destroy()
+        if self.timer:
+            self.timer.destroy()
+
+
+def _result(loop: _TokenLoop, prompt_ids: list, stopped: str, gpu_ms: list, t0: float, t_dec: float) -> dict:
+    out, spec, m = loop.out, loop.spec, loop.m
     n = max(len(out), 1)
+    dec = loop.t_last - t_dec if out else None
     return {
         "prompt_tokens": len(prompt_ids),
         "generated_token_ids": out,
-        "text": "".join(pieces),
+        "text": "".join(loop.pieces) + loop.decoder.flush(),
         "stopped": stopped,
-        "ttft_ms": round(t_first - t0, 3) if t_first is not None else None,
-        "decode_tok_per_s": round(len(out) * 1000 / (t_last - t_dec), 3) if out and t_last > t_dec else None,
-        "decode_ms_per_token": round((t_last - t_dec) / len(out), 3) if out else None,
-        "dispatches_per_token": dec_c.dispatches / n,
+        "ttft_ms": round(loop.t_first - t0, 3) if out else None,
+        "decode_tok_per_s": round(len(out) * 1000 / dec, 3) if out and dec > 0 else None,
+        "decode_ms_per_token": round(dec / len(out), 3) if out else None,
+        "dispatches_per_token": loop.dec_c.dispatches / n,
         "expected_dispatches_per_token": spec.dispatches(m.cfg, True),
-        "prefill_dispatches_per_token": pre_c.dispatches / max(len(prompt_ids) - 1, 1) if len(prompt_ids) > 1 else None,
+        "prefill_dispatches_per_token": loop.pre_c.dispatches / (len(prompt_ids) - 1) if len(prompt_ids) > 1 else None,
         "expected_prefill_dispatches_per_token": spec.dispatches(m.cfg, False),
-        "submits_per_token": dec_c.submits / n + dec_c.readbacks / n,   # the readback's copy is a submit too
-        "readbacks_per_token": dec_c.readbacks / n,
+        "submits_per_token": (loop.dec_c.submits + loop.dec_c.readbacks) / n,  # the readback's copy is a submit
+        "readbacks_per_token": loop.dec_c.readbacks / n,
         "gpu_ms_per_token": round(float(np.mean(gpu_ms)), 4) if gpu_ms else "unsupported",
-        "gpu_timing": _timing_note(dev, spec.mode, gpu_ms),
-        "plan": plan, "mode": spec.mode, "driver": driver,
+        "gpu_timing": _timing_note(m.dev, spec.mode, gpu_ms),
+        "plan": loop.plan, "mode": spec.mode, "driver": loop.driver,
         "wall_s": round((_now() - t0) / 1000, 3),
     }
 
