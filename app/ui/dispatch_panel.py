@@ -116,7 +116,7 @@ async def _import(evt) -> None:
     if good:
         parts.append(message("info", "Imported " + ", ".join(n for n, _ in good) + "."))
     for b in bad:
-        parts.append(message("error", f"Not imported: {b} Nothing already shown was changed."))
+        parts.append(message("error", f"Not imported: {b.rstrip('.')}. Nothing already shown was changed."))
     set_html("dispatch-messages", "".join(parts))
     _compare()
 

@@ -80,11 +80,14 @@ def test_quick_run_export_import_reload_stop(page, server, tmp_path):
     assert kinds.count("row") == len(sec["rows"]) and kinds.count("fit") == len(sec["fits"])
 
     # re-import: same rows, shown side by side
-    page.set_input_files("#dispatch-import", str(exported))
-    page.wait_for_function("window.dlImported && dlImported.length === 1")
+    second = tmp_path / "earlier.json"
+    second.write_text(exported.read_text())
+    page.set_input_files("#dispatch-import", [str(exported), str(second)])
+    page.wait_for_function("window.dlImported && dlImported.length === 2")
     assert page.evaluate("dlImported[0].doc.dispatch.rows") == sec["rows"]
+    assert page.evaluate("dlImported[1].doc.dispatch.fits") == sec["fits"]
     compare = page.inner_text("#dispatch-compare")
-    assert "this run" in compare and "export.json" in compare
+    assert "this run" in compare and "export.json" in compare and "earlier.json" in compare
 
     # bad files: a clear message, nothing already shown is lost
     for name, body in (("bad.json", b"{ not json"), ("foreign.json", b'{"name": "x", "version": "1"}'),
@@ -93,7 +96,7 @@ def test_quick_run_export_import_reload_stop(page, server, tmp_path):
         page.wait_for_selector(f"#dispatch-messages .message.error:has-text('{name}')")
     msgs = page.inner_text("#dispatch-messages")
     assert "is empty" in msgs and "Nothing already shown was changed" in msgs
-    assert page.evaluate("dlImported.length") == 1
+    assert page.evaluate("dlImported.length") == 2
     assert "export.json" in page.inner_text("#dispatch-compare")
     assert "one_encoder" in page.inner_text("#dispatch-table")
     assert page_text_has_no_traceback(page)
