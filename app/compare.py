@@ -23,6 +23,7 @@ MAX_RUNS = 20
 FALLBACK_ORDER = ("op_by_op", "token_encoder", "token_pass")  # if app.llm.plans is missing
 GLUE = "static/wllama_glue.js"
 LOAD_TIMEOUT_MS = 180_000
+FINISH = {"length": "max_new_tokens", "stop": "eos"}  # llama-server's finish_reason in our words
 
 
 def _now() -> float:
@@ -156,10 +157,12 @@ async def run_wllama(lab, w, row: dict, caps: dict, text: str, max_new: int, n_c
                 row["error"] = f"wllama failed to generate: {c.get('error')}"
                 break
             results.append({"decode_tok_per_s": c.get("decode_tok_per_s"), "ttft_ms": c.get("ttft_ms"),
-                            "generated_token_ids": c.get("token_ids") or [], "timings": c.get("timings")})
+                            "generated_token_ids": c.get("token_ids") or [], "timings": c.get("timings"),
+                            "stopped": FINISH.get(c.get("finish_reason"), c.get("finish_reason"))})
         if results:
             _finish(row, results)
             row["wllama"]["timings"] = [x["timings"] for x in results]
+            row["stopped"] = results[0]["stopped"]
             row["wllama"]["prompt_n"] = (results[0]["timings"] or {}).get("prompt_n")
         row["note"] = _join(row["note"], NO_DISPATCH_COUNT)
     finally:
@@ -257,6 +260,7 @@ async def run(lab, params: dict) -> dict:
     if ref is None:
         sec["notes"].append("our engine produced no tokens, so there is no reference for agree and ratios")
     add_comparisons(rows, ref)
+    sec["ratios"] = {label(r): r["ours_speedup"] for r in rows}  # ours' decode rate ÷ the row's
     for r in rows:
         if r["engine"] == "wllama" and r.get("wllama", {}).get("prompt_n") not in (None, len(ids or [])):
             r["note"] = _join(r["note"], f"llama.cpp tokenized the prompt into {r['wllama']['prompt_n']} tokens, "
