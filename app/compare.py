@@ -90,7 +90,7 @@ def _finish(row: dict, results: list[dict]) -> None:
                decode_runs=[r.get("decode_tok_per_s") for r in results], ttft_runs=[r.get("ttft_ms") for r in results],
                generated_token_ids=list(results[0]["generated_token_ids"]) if results else [])
     if any(r["generated_token_ids"] != results[0]["generated_token_ids"] for r in results[1:]):
-        row["note"] = (row["note"] + "; " if row["note"] else "") + "runs generated different tokens (nondeterministic)"
+        row["note"] = _join(row["note"], "runs generated different tokens (nondeterministic)")
 
 
 # ------------------------------------------------------------------------------------ our engine
@@ -132,12 +132,12 @@ async def run_wllama(lab, w, row: dict, caps: dict, text: str, max_new: int, n_c
                                 "n_threads": row["threads"], "timeout_ms": LOAD_TIMEOUT_MS})
         placement = {k: r.get(k) for k in ("offloaded", "cpu_model_buffer", "on_gpu")}
         row["wllama"] = {**placement, "multithread": r.get("multithread"), "threads_requested": row["threads"]}
-        if n_gpu_layers:
-            row["on_gpu"], row["note"] = webgpu_label(placement, caps)
-            row["mode"] = "webgpu" if row["on_gpu"] else "webgpu→cpu"
         if not r.get("ok"):
             row["error"] = f"wllama failed to load: {r.get('error')}"
             return
+        if n_gpu_layers:
+            row["on_gpu"], row["note"] = webgpu_label(placement, caps)
+            row["mode"] = "webgpu" if row["on_gpu"] else "webgpu→cpu"
         row["load_ms"] = round(r["load_ms"], 1)
         if first:
             row["note"] = _join(row["note"], "first wllama load in this page: includes compiling its 10 MB wasm")
@@ -249,7 +249,7 @@ async def run(lab, params: dict) -> dict:
         except Cancelled:
             sec["cancelled"] = True
             for r in rows[i:]:
-                r["error"] = r["error"] or "not run: cancelled by the user"
+                r["error"] = r["error"] or "cancelled by the user before this row finished"
             break
         except Exception as e:  # noqa: BLE001 - one engine's failure stays in its row
             row["error"] = " — ".join(describe(e))
