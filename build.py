@@ -294,11 +294,16 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def reject(self, code: int, msg: str) -> None:
         body = json.dumps({"error": msg}).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the browser may close mid-reply
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def handle(self):
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a closed browser is not an error
+            super().handle()
 
     def do_POST(self):
         kind = {"/api/results": "results", "/api/progress": "progress"}.get(urllib.parse.urlsplit(self.path).path)
