@@ -11,13 +11,18 @@ function encodeStep(pass, s) {
   pass.dispatchWorkgroups(s[2], s[3], s[4]);
 }
 
+// One step in its own encoder, pass and submit.
+function submitOne(device, s) {
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  encodeStep(pass, s);
+  pass.end();
+  device.queue.submit([enc.finish()]);
+}
+
 async function naive(device, steps) {
   for (const s of steps) {
-    const enc = device.createCommandEncoder();
-    const pass = enc.beginComputePass();
-    encodeStep(pass, s);
-    pass.end();
-    device.queue.submit([enc.finish()]);
+    submitOne(device, s);
     await device.queue.onSubmittedWorkDone();
   }
 }
@@ -25,13 +30,7 @@ async function naive(device, steps) {
 function replay(device, steps, mode, querySet, begin, end) {
   if (mode === "naive") return naive(device, steps);
   if (mode === "sequential") {
-    for (const s of steps) {
-      const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      encodeStep(pass, s);
-      pass.end();
-      device.queue.submit([enc.finish()]);
-    }
+    for (const s of steps) submitOne(device, s);
     return null;
   }
   const enc = device.createCommandEncoder();
