@@ -16,6 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+try:
+    import js  # type: ignore  # Pyodide
+except ImportError:  # CPython: only the pure parts (Step, Plan, counts) are used
+    js = None
+
 MODES = ("naive", "sequential", "one_encoder", "one_pass")
 DRIVERS = ("python", "js")
 
@@ -57,7 +62,6 @@ class Plan:
     def to_js(self):
         """[[pipeline, [bindGroup...], x, y, z, offsets|null], ...] as one JS array (cached)."""
         if self._js is None:
-            import js  # type: ignore
             from pyodide.ffi import to_js  # type: ignore
             rows = [[s.pipeline, list(s.bind_groups), *s.workgroups, s.offsets] for s in self.steps]
             self._js = to_js(rows)
@@ -82,7 +86,6 @@ def _prepare_offsets(plan: Plan):
 
 
 def _js_array(values):
-    import js  # type: ignore
     a = js.Array.new()
     for v in values:
         a.push(v)
@@ -92,7 +95,6 @@ def _js_array(values):
 def _pass_desc(timestamps):
     if timestamps is None:
         return None
-    import js  # type: ignore
     from .gpu import js_obj
     qs, begin, end = timestamps
     return js_obj({"timestampWrites": {"querySet": qs, "beginningOfPassWriteIndex": begin,
@@ -102,18 +104,13 @@ def _pass_desc(timestamps):
 def replay_python(dev, plan: Plan, mode: str, timestamps=None):
     """Encode and submit plan in mode, call by call from Python.  Returns None, or for naive mode an
     awaitable.  timestamps=(querySet, begin, end) wraps the single pass of one_pass mode."""
-    import js  # type: ignore
     _prepare_offsets(plan)
     device, queue = dev.device, dev.queue
     if mode == "naive":
         return _replay_naive(dev, plan)
     if mode == "sequential":
         for s in plan.steps:
-            enc = device.createCommandEncoder()
-            p = enc.beginComputePass()
-            _encode(p, s)
-            p.end()
-            queue.submit(js.Array.of(enc.finish()))
+            _submit_one(device, queue, s)
         return None
     enc = device.createCommandEncoder()
     if mode == "one_encoder":
@@ -133,20 +130,23 @@ def replay_python(dev, plan: Plan, mode: str, timestamps=None):
     return None
 
 
+def _submit_one(device, queue, step):
+    """One step in its own encoder, pass and submit."""
+    enc = device.createCommandEncoder()
+    p = enc.beginComputePass()
+    _encode(p, step)
+    p.end()
+    queue.submit(js.Array.of(enc.finish()))
+
+
 async def _replay_naive(dev, plan: Plan):
-    import js  # type: ignore
     for s in plan.steps:
-        enc = dev.device.createCommandEncoder()
-        p = enc.beginComputePass()
-        _encode(p, s)
-        p.end()
-        dev.queue.submit(js.Array.of(enc.finish()))
+        _submit_one(dev.device, dev.queue, s)
         await dev.queue.onSubmittedWorkDone()
 
 
 def replay_js(dev, plan: Plan, mode: str, timestamps=None):
     """Same as replay_python, in one FFI call into static/replay.js.  Naive mode returns a promise."""
-    import js  # type: ignore
     if timestamps is not None:
         qs, begin, end = timestamps
         return js.dlReplay.replay(dev.device, plan.to_js(), mode, qs, begin, end)
