@@ -200,12 +200,13 @@ async def run(lab, params: dict) -> dict:
         was_loaded = (params.get("model") or lab.params.get("model") or url) in getattr(session, "_CACHE", {})
         t0 = _now()
         m = await session.get_model(lab, 0, params.get("model"))
+        load_ms = round(_now() - t0, 1)
         for r in rows:
             if r["engine"] == "ours":
                 if was_loaded:
                     r["note"] = "model already loaded in this page (load time not measured)"
                 else:
-                    r["load_ms"] = round(_now() - t0, 1)
+                    r["load_ms"] = load_ms
         text = m.tokenizer.chat_prompt(p["prompt"]) if p["chat"] else p["prompt"]
         ids = m.tokenizer.encode(text)
     except Cancelled:
