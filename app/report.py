@@ -127,4 +127,5 @@ def section(name: str, validator, formatter, csv_rows) -> None:
 
 from app.bench import dispatch_report  # noqa: E402,F401  (registers the "dispatch" section)
 from app import compare_report  # noqa: E402,F401  (registers the "compare" section)
+from app.bench import amortize_report  # noqa: E402,F401  (registers the "amortize" section)
 from app.llm import llm_report  # noqa: E402,F401  (registers the "llm" section)

@@ -11,8 +11,9 @@
 //
 // Q|K|V is ONE Q4_1 matrix: (HEADS + 2·KV_HEADS)·HEAD_DIM rows of D/32 blocks (20 bytes = 5 u32:
 // f16 d | f16 m, then 16 nibble bytes, weight j < 16 = low nibble of byte j, j + 16 = high; w = d·q + m).
-// Rows are shared by the subgroups of the workgroup; each subgroup's lanes split a row into quarter
-// blocks and meet in subgroupAdd (no workgroup barrier per row).
+// TPR invocations of one subgroup share a row: they split it into work items of QPI nibble words and meet in a
+// subgroupShuffleXor butterfly (no workgroup barrier per row).  TPR = 1 suits CPU adapters, 16..32
+// GPUs; TPR divides the subgroup size.
 //
 // Bindings (group 0):
 //   0  uniform (dynamic offset)  Step              { pos, slot }
@@ -25,7 +26,7 @@
 //   7  storage, read_write       array<f32>        att    HEADS · L   score scratch (row stride L = length / HEADS)
 //   8  storage, read_write       array<f32>        out    HEADS·HEAD_DIM
 // Dispatch: (HEADS, 1, 1).
-// Overrides: D (multiple of 32), HEADS, KV_HEADS, HEAD_DIM (even), ROPE_DIM, EPS, WG,
+// Overrides: D (multiple of 32), HEADS, KV_HEADS, HEAD_DIM (even), ROPE_DIM, EPS, TPR, QPI, WG,
 //   PACC = max(WG, HEAD_DIM) (size of the attention·V partial sums).
 enable subgroups;
 
@@ -40,6 +41,8 @@ override KV_HEADS: u32;
 override HEAD_DIM: u32;
 override ROPE_DIM: u32;
 override EPS: f32 = 1e-5;
+override TPR: u32 = 1u;
+override QPI: u32 = 4u;
 override WG: u32 = 64u;
 override PACC: u32 = 64u;
 
@@ -59,11 +62,31 @@ var<workgroup> red: array<f32, WG>;                 // one partial per subgroup
 var<workgroup> pacc: array<f32, PACC>;              // attention·V partial sums
 
 // d·(q·x) + m·Σx for one u32 of nibbles (weights c..c+3 from low nibbles, c+16..c+19 from high).
-fn quarter(dm: vec2<f32>, qs: u32, xlo: vec4<f32>, xhi: vec4<f32>) -> f32 {
-    let lo = vec4<f32>((vec4<u32>(qs) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u));
-    let hi = vec4<f32>((vec4<u32>(qs) >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u));
-    let sx = xlo + xhi;
-    return dm.x * (dot(lo, xlo) + dot(hi, xhi)) + dm.y * (sx.x + sx.y + sx.z + sx.w);
+// This invocation's share of one row · x: work items of QPI nibble words (8·QPI weights; QPI = 4 is a
+// whole block), items part, part + TPR, …  (the caller sums the TPR shares).
+fn row_part(row: u32, part: u32) -> f32 {
+    let nb = D / 32u;
+    let per = 4u / QPI;
+    var acc = 0.0;
+    for (var it = part; it < nb * per; it += TPR) {
+        let b = it / per;
+        let base = (row * nb + b) * 5u;
+        let q0 = (it % per) * QPI;
+        var qx = 0.0;
+        var sx = vec4<f32>(0.0);
+        for (var j = 0u; j < QPI; j++) {            // constant trip count: unrolled
+            let q = q0 + j;
+            let w = vec4<u32>(W[base + 1u + q]);
+            let xl = xs[b * 8u + q];
+            let xh = xs[b * 8u + 4u + q];
+            qx += dot(vec4<f32>((w >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u)), xl)
+                + dot(vec4<f32>((w >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u)), xh);
+            sx += xl + xh;
+        }
+        let dm = unpack2x16float(W[base]);
+        acc += dm.x * qx + dm.y * (sx.x + sx.y + sx.z + sx.w);
+    }
+    return acc;
 }
 
 // Sum (or max) over the workgroup: subgroup reduction, then the subgroups' results in a fixed order.
@@ -104,21 +127,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     workgroupBarrier();
 
     // q_h | k_g | v_g = W · xn: local row r → matrix row (q rows, then k rows, then v rows).
-    let nb = D / 32u;
-    for (var r = sid; r < 3u * HEAD_DIM; r += nsg) {
-        let part = r / HEAD_DIM;
-        let first = select(select((HEADS + KV_HEADS + g) * HEAD_DIM, (HEADS + g) * HEAD_DIM, part == 1u),
-                           h * HEAD_DIM, part == 0u);
-        let row = first + r % HEAD_DIM;
+    let slot = sid * sgs + lane;                 // subgroup-major, so a row's TPR lanes share a subgroup
+    for (var r0 = 0u; r0 < 3u * HEAD_DIM; r0 += WG / TPR) {
+        let r = r0 + slot / TPR;
         var acc = 0.0;
-        for (var it = lane; it < nb * 4u; it += sgs) {
-            let b = it >> 2u;
-            let base = (row * nb + b) * 5u;
-            let xi = b * 8u + (it & 3u);
-            acc += quarter(unpack2x16float(W[base]), W[base + 1u + (it & 3u)], xs[xi], xs[xi + 4u]);
+        if (r < 3u * HEAD_DIM) {
+            let part = r / HEAD_DIM;
+            let first = select(select((HEADS + KV_HEADS + g) * HEAD_DIM, (HEADS + g) * HEAD_DIM, part == 1u),
+                               h * HEAD_DIM, part == 0u);
+            acc = row_part(first + r % HEAD_DIM, slot % TPR);
         }
-        acc = subgroupAdd(acc);
-        if (lane == 0u) {
+        for (var o = TPR / 2u; o > 0u; o >>= 1u) {
+            acc += subgroupShuffleXor(acc, o);
+        }
+        if (slot % TPR == 0u && r < 3u * HEAD_DIM) {
             qkv[r] = acc;
         }
     }

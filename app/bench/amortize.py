@@ -1,17 +1,182 @@
-"""The amortize suite: every plan × driver, plus the isolation experiment, in one browser session."""
+"""The amortize suite: every plan × driver, the isolation experiment and a small dispatch-cost
+measurement, all in one browser session, so the numbers can be compared with each other.
+
+Order: (1) per-dispatch cost of the dispatch suite's counter kernel (app.bench.dispatch) in the
+sequential, one_encoder and one_pass modes, Python and JS drivers; (2) the isolation experiment;
+(3) the model, every plan × driver, `runs` times round-robin (so drift hits every plan alike), same
+prompt and max tokens.  Every plan's greedy ids must equal op_by_op's.
+
+URL parameters: quick=1, prompt, chat=1, max_new_tokens, runs, k (gpu_loop), plans (comma list),
+drivers (comma list), skip_isolation=1.  The pure summary lives in app/bench/amortize_report.py.
+"""
 from __future__ import annotations
 
+from app.bench import amortize_report as R
 from app.bench import isolation
+
+TRUE = ("1", "true", "yes", "on")
+DISPATCH_NS = (1, 16, 64, 256)
+MODE_OF = {"op_by_op": "sequential", "token_encoder": "one_encoder", "token_pass": "one_pass",
+           "fused": "one_pass", "gpu_loop": "one_pass"}
+
+
+def settings(params: dict) -> dict:
+    """The suite's knobs from URL/form strings; ValueError with a message for the page."""
+    from app.llm.gpu_loop import parse_k
+    from app.llm.plans import ORDER
+    quick = str(params.get("quick", "")).lower() in TRUE
+    out = {"quick": quick, "prompt": params.get("prompt") or R.DEFAULT_PROMPT,
+           "chat": str(params.get("chat", "")).lower() in TRUE, "k": parse_k(params.get("k")),
+           "max_new": _int(params, "max_new_tokens", 16 if quick else 32, 1, 512),
+           "runs": _int(params, "runs", 2 if quick else 5, 1, 50),
+           "plans": _names(params.get("plans"), ORDER, "plan"),
+           "drivers": _names(params.get("drivers"), ("python", "js"), "driver"),
+           "isolation": str(params.get("skip_isolation", "")).lower() not in TRUE}
+    if not str(out["prompt"]).strip():
+        raise ValueError("the prompt is empty: type some text for the model to continue")
+    return out
+
+
+def _int(params, key, default, lo, hi) -> int:
+    raw = params.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        v = int(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"{key} must be a whole number, got {raw!r}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{key} must be between {lo} and {hi}, got {v}")
+    return v
+
+
+def _names(raw, allowed, what) -> list[str]:
+    if raw is None or not str(raw).strip():
+        return list(allowed)
+    names = [s.strip() for s in str(raw).split(",") if s.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        raise ValueError(f"unknown {what} {bad[0]!r}; choose from {', '.join(allowed)}")
+    return names
+
+
+# ------------------------------------------------------------------------------------------ browser
+async def per_dispatch_costs(lab, quick: bool) -> dict:
+    """µs per extra dispatch (least-squares slope over N) of the dispatch suite's own counter kernel."""
+    from app.bench import dispatch as D
+    from app.bench import dispatch_model as M
+    dev = lab.dev
+    rig = await D.make_rig(dev, "f32", DISPATCH_NS)
+    series = [(mode, "f32", drv) for mode in ("sequential", "one_encoder", "one_pass") for drv in ("python", "js")]
+    samples = {s: {} for s in series}
+    try:
+        for mode, _, drv in series:
+            await D.untimed(dev, rig, max(DISPATCH_NS), mode, drv)
+        reps = 3 if quick else 8
+        for r in range(reps):
+            lab.check_cancel()
+            lab.progress(f"amortize: per-dispatch cost, round {r + 1}/{reps}", None)
+            for s in series:
+                for n in DISPATCH_NS:
+                    samples[s].setdefault(n, []).append(await D.timed_rep(dev, rig, n, s[0], s[2]))
+    finally:
+        rig.buf.destroy()
+    _, fits = M.summarize(samples)
+    return R.per_dispatch(fits, "app.bench.dispatch: f32 counter kernel, slope of µs over N = 1..256, this session")
+
+
+async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
+    from app.llm.generate import check_request, generate
+    from app.llm.model import PLANS
+    from app.llm.session import get_model
+    import app.llm.plans  # noqa: F401 - registers fused and gpu_loop
+    m = await get_model(lab, 0)
+    text = m.tokenizer.chat_prompt(cfg["prompt"]) if cfg["chat"] else cfg["prompt"]
+    ids = m.tokenizer.encode(text)
+    if len(ids) + cfg["max_new"] > m.cfg.ctx:
+        raise ValueError(f"prompt ({len(ids)} tokens) + {cfg['max_new']} new tokens exceeds the context {m.cfg.ctx}")
+    m = await get_model(lab, len(ids) + cfg["max_new"])
+    combos = [(p, d) for p in cfg["plans"] for d in cfg["drivers"]]
+    runs = {c: [] for c in combos}
+    unsupported = {}
+    total = cfg["runs"] * len(combos)
+    for r in range(cfg["runs"]):
+        for i, (plan, driver) in enumerate(combos):
+            lab.check_cancel()
+            if plan in unsupported:
+                continue
+            lab.progress(f"amortize: {plan} ({driver}) run {r + 1}/{cfg['runs']}", (r * len(combos) + i) / total)
+            spec = PLANS[plan]
+            try:
+                if getattr(spec, "prepare", None):
+                    await spec.prepare(m)
+            except Exception as e:  # noqa: BLE001 - e.g. no subgroups: this plan is unsupported here
+                unsupported[plan] = str(e)
+                continue
+            check_request(m, ids, cfg["max_new"])
+            if plan == "gpu_loop":
+                from app.llm.gpu_loop import generate as loop_generate
+                res = await loop_generate(lab, m, ids, cfg["max_new"], driver, k=cfg["k"])
+            else:
+                res = await generate(lab, m, ids, cfg["max_new"], plan, driver)
+            runs[(plan, driver)].append(res)
+    return R.plan_rows(runs, per_dispatch, MODE_OF, m.cfg.n_layers, cfg["k"], unsupported)
 
 
 async def run(lab, params: dict) -> dict:
-    quick = bool(params.get("quick"))
-    iso = await isolation.run(lab.dev, quick=quick, progress=lab.progress, check_cancel=lab.check_cancel)
-    return {"plans": [], "isolation": iso}
+    from app.gpu import WebGPUUnavailable
+    if lab.dev is None:
+        raise WebGPUUnavailable(lab.gpu_error or "WebGPU is not available in this browser.")
+    cfg = settings(params)
+    set_tuning(params)
+    per = await per_dispatch_costs(lab, cfg["quick"])
+    iso = None
+    if cfg["isolation"]:
+        iso = await isolation.run(lab.dev, quick=cfg["quick"], per_dispatch=per,
+                                  progress=lambda msg, f: lab.progress(msg, None), check_cancel=lab.check_cancel)
+    rows = await run_plans(lab, cfg, per)
+    sec = R.section(rows, iso, per, cfg)
+    if str(params.get("profile", "")).lower() in TRUE:
+        sec["kernel_profile"] = await _kernel_profile(lab, cfg)
+    from app.llm import fused
+    if fused.OVERRIDES:
+        sec["fused_tuning_overrides"] = dict(fused.OVERRIDES)
+    lab.progress("amortize: done", 1.0)
+    return sec
+
+
+async def _kernel_profile(lab, cfg) -> dict:
+    """GPU ms per kernel kind for one token of each plan (timestamps between dispatches), or why not."""
+    if "chromium-experimental-timestamp-query-inside-passes" not in lab.dev.features:
+        return {"status": "unsupported", "reason": "adapter lacks timestamps inside passes"}
+    plans = [p for p in ("fused", "token_pass") if p in cfg["plans"]] or ["fused"]
+    try:
+        from app.bench.kernel_profile import gpu_profile
+        return {"status": "measured", "runs": await gpu_profile(lab, {"plans": ",".join(plans * 2)})}
+    except Exception as e:  # noqa: BLE001 - an extra: report why, keep the section
+        return {"status": "failed", "reason": str(e)}
+
+
+def set_tuning(params: dict) -> None:
+    """fused_tuning={"wg": 16, ...} (JSON) overrides the fused kernels' shapes, for tuning runs."""
+    import json
+    from app.llm import fused
+    raw = params.get("fused_tuning")
+    fused.OVERRIDES.clear()
+    if raw:
+        fused.OVERRIDES.update(json.loads(raw) if isinstance(raw, str) else raw)
 
 
 async def self_check(lab, name: str, params: dict) -> dict:
-    """Small correctness runs for the browser tests (and the panel's "verify" button)."""
+    """Small correctness runs for the browser tests (window.dlAmortize.check)."""
+    set_tuning(params)
     if name == "isolation":
         return await isolation.run(lab.dev, quick=True, sizes=params, driver=params.get("driver", "python"))
+    if name == "plans":
+        cfg = settings({"runs": "1", **{k: str(v) for k, v in params.items()}})
+        rows = await run_plans(lab, cfg, {})
+        return {"plans": rows}
+    if name in ("profile", "gpu_profile", "kernel_time"):
+        from app.bench import kernel_profile
+        return await getattr(kernel_profile, name)(lab, params)
     raise ValueError(f"unknown self-check {name!r}")

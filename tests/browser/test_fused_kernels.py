@@ -1,7 +1,7 @@
 """Each fused WGSL kernel of the `fused`/`gpu_loop` plans, run alone in the page (window.dlLLM.runKernel)
 on small random inputs, against numpy (the reference module's own rmsnorm/rope/attention/silu).
 
-Shapes hit edges: partial workgroups (rows not a multiple of R), GQA with 2 query heads per KV head,
+Shapes hit edges: partial workgroups (rows not a multiple of WG/TPR), GQA with 2 query heads per KV head,
 partial RoPE, an argmax tie that must go to the lowest index, and several workgroup sizes (the subgroup
 size is the adapter's, 4 on SwiftShader).  Error bound for dot products, as in test_llm_kernels:
 |gpu − exact| ≤ 1e-5 · Σ|terms| — any indexing or dequantization mistake moves results by far more.
@@ -63,33 +63,36 @@ def assert_dot_close(got, w, x):
     assert np.all(np.abs(got - exact) <= bound), float(np.max(np.abs(got - exact) / bound))
 
 
-@pytest.mark.parametrize("r,wg", [(16, 64), (8, 32), (64, 256)])
-def test_matvec_q4_1_add(lab_page, r, wg):
+@pytest.mark.parametrize("tpr,qpi,rpt,wg", [(1, 4, 4, 64), (2, 2, 3, 32), (4, 1, 1, 256)])
+def test_matvec_q4_1_add(lab_page, tpr, qpi, rpt, wg):
     rows, cols = 45, 96
-    raw, w = q4_1(rows, cols, seed=r)
+    raw, w = q4_1(rows, cols, seed=tpr)
     v = RNG.standard_normal(cols).astype(np.float32)
     y0 = RNG.standard_normal(rows).astype(np.float32)
-    out = run_kernel(lab_page, "matvec_q4_1_add.wgsl", {"ROWS": rows, "COLS": cols, "R": r, "WG": wg},
-                     [raw, v, y0], (-(-rows // r), 1, 1), [2])
+    out = run_kernel(lab_page, "matvec_q4_1_add.wgsl", {"ROWS": rows, "COLS": cols, "TPR": tpr, "QPI": qpi,
+                                                             "RPT": rpt, "WG": wg},
+                     [raw, v, y0], (-(-rows // (wg // tpr * rpt)), 1, 1), [2])
     assert_dot_close(out[2] - y0, w, v)
 
 
-@pytest.mark.parametrize("r,wg", [(16, 64), (4, 128)])
-def test_ffn_gate_up_silu(lab_page, r, wg):
+@pytest.mark.parametrize("tpr,qpi,rpt,wg", [(1, 4, 4, 64), (4, 1, 1, 128), (2, 2, 3, 32)])
+def test_ffn_gate_up_silu(lab_page, tpr, qpi, rpt, wg):
     d, ffn = 128, 40
     raw, w = q4_1(2 * ffn, d, seed=3)
     x = RNG.standard_normal(d).astype(np.float32)
     nw = RNG.uniform(0.5, 1.5, d).astype(np.float32)
-    out = run_kernel(lab_page, "ffn_gate_up_silu.wgsl", {"D": d, "FFN": ffn, "EPS": EPS, "R": r, "WG": wg},
-                     [x, nw, raw, np.zeros(ffn, np.float32)], (-(-ffn // r), 1, 1), [3])
+    out = run_kernel(lab_page, "ffn_gate_up_silu.wgsl", {"D": d, "FFN": ffn, "EPS": EPS, "TPR": tpr, "QPI": qpi,
+                                                            "RPT": rpt, "WG": wg},
+                     [x, nw, raw, np.zeros(ffn, np.float32)], (-(-ffn // (wg // tpr * rpt)), 1, 1), [3])
     xn = reference.rmsnorm(x, nw, EPS)
     gu = w.astype(np.float64) @ xn
     want = reference.silu(gu[:ffn]) * gu[ffn:]
     np.testing.assert_allclose(out[3], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("r,wg", [(16, 64), (32, 128)])
-def test_head_q8_0_argmax_stage1(lab_page, r, wg):
+@pytest.mark.parametrize("tpr,qpi,rpt,wg,spw", [(1, 8, 4, 64, 16), (4, 1, 1, 32, 8), (2, 2, 3, 128, 64)])
+def test_head_q8_0_argmax_stage1(lab_page, tpr, qpi, rpt, wg, spw):
+    """spw=64 > the real subgroups per workgroup on any adapter: the extra parts must never win."""
     d, rows = 128, 77
     x = RNG.standard_normal(d).astype(np.float32)
     nw = RNG.uniform(0.5, 1.5, d).astype(np.float32)
@@ -100,21 +103,26 @@ def test_head_q8_0_argmax_stage1(lab_page, r, wg):
     blocks[50] = blocks[20]                           # a tie for the maximum: row 20 must win
     dq = blocks[..., 0:2].copy().view("<f2").astype(np.float32)
     e = (dq * blocks[..., 2:].view(np.int8).astype(np.float32)).reshape(rows, d)
-    nparts = -(-rows // r)
-    out = run_kernel(lab_page, "head_q8_0_argmax.wgsl", {"D": d, "ROWS": rows, "EPS": EPS, "R": r, "WG": wg},
-                     [x, nw, blocks.reshape(-1), np.zeros(rows, np.float32), np.zeros(2 * nparts, np.float32)],
-                     (nparts, 1, 1), [3, 4])
+    nwg = -(-rows // (wg // tpr * rpt))
+    stale = np.tile(np.array([1e30, 3], np.float32), nwg * spw)  # parts left over from an earlier token
+    stale.view(np.uint32)[1::2] = 3
+    out = run_kernel(lab_page, "head_q8_0_argmax.wgsl",
+                     {"D": d, "ROWS": rows, "EPS": EPS, "TPR": tpr, "QPI": qpi, "RPT": rpt, "WG": wg, "SPW": spw},
+                     [x, nw, blocks.reshape(-1), np.zeros(rows, np.float32), stale], (nwg, 1, 1), [3, 4])
     assert_dot_close(out[3], e, xn)
-    parts = out[4].view(np.uint32).reshape(nparts, 2)
-    for g in range(nparts):
-        chunk = out[3][g * r:(g + 1) * r]
-        assert parts[g, 1] == g * r + int(np.argmax(chunk))      # lowest index among equal maxima
-        assert parts[g, 0:1].view(np.float32)[0] == chunk.max()
-    assert int(np.argmax(out[3])) == 20 and out[3][20] == out[3][50]
+    parts = out[4].view(np.uint32).reshape(-1, 2)
+    vals = parts[:, 0].view(np.float32)
+    assert vals.max() == out[3].max()                  # no stale part survives
+    best = np.lexsort((parts[:, 1], -vals))[0]
+    assert parts[best, 1] == 20 and out[3][20] == out[3][50]   # lowest index among equal maxima
+    for g in range(nwg):                               # each workgroup's parts cover exactly its rows
+        chunk = out[3][g * (wg // tpr * rpt):(g + 1) * (wg // tpr * rpt)]
+        mine = vals[g * spw:(g + 1) * spw]
+        assert mine.max() == chunk.max()
 
 
-@pytest.mark.parametrize("wg,rope_dim,pos", [(64, 32, 5), (32, 16, 0), (128, 32, 9)])
-def test_attn_block_fused(lab_page, wg, rope_dim, pos):
+@pytest.mark.parametrize("tpr,qpi,wg,rope_dim,pos", [(1, 4, 64, 32, 5), (2, 2, 32, 16, 0), (4, 1, 128, 32, 9)])
+def test_attn_block_fused(lab_page, tpr, qpi, wg, rope_dim, pos):
     d, heads, kvh, hd, ctx = 128, 4, 2, 32, 12
     q_dim, kv = heads * hd, kvh * hd
     raw, w = q4_1(q_dim + 2 * kv, d, seed=wg + pos)
@@ -124,7 +132,7 @@ def test_attn_block_fused(lab_page, wg, rope_dim, pos):
     vc = RNG.standard_normal((ctx, kvh, hd)).astype(np.float32)
     table = rope_table(ctx, 10000.0, rope_dim)
     consts = {"D": d, "HEADS": heads, "KV_HEADS": kvh, "HEAD_DIM": hd, "ROPE_DIM": rope_dim, "EPS": EPS,
-              "WG": wg, "PACC": max(wg, hd)}
+              "TPR": tpr, "QPI": qpi, "WG": wg, "PACC": max(wg, hd)}
     out = run_kernel(lab_page, "attn_block_fused.wgsl", consts,
                      [x, nw, raw, table, kc, vc, np.zeros(heads * ctx, np.float32), np.zeros(q_dim, np.float32)],
                      (heads, 1, 1), [5, 6, 8], step={"pos": pos, "slot": 1})

@@ -1,0 +1,131 @@
+"""Developer tools for finding where a plan's GPU time goes (browser-only; window.dlAmortize.check).
+
+  profile       wall ms per dispatch of each distinct kernel of a plan (N repeats in one pass)
+  gpu_profile   GPU ms per kernel kind over one real token, from timestamps written between the
+                dispatches of one pass (needs chromium-experimental-timestamp-query-inside-passes);
+                the amortize suite includes it with profile=1
+  kernel_time   ms per dispatch of arbitrary WGSL sources on random data (tuning experiments)
+"""
+from __future__ import annotations
+
+
+async def profile(lab, params: dict) -> dict:
+    """Per-kernel ms (min over trials of N repeats in one pass) of each plan's first layer and head."""
+    import js  # type: ignore
+    from app.llm.model import PLANS
+    from app.llm.session import get_model
+    from app.plan import Plan, replay
+    import app.llm.plans  # noqa: F401
+    m = await get_model(lab, int(params.get("ctx", 64)))
+    reps, trials = int(params.get("reps", 5)), int(params.get("trials", 3))
+    probes = {}
+    for plan in str(params.get("plans", "fused,token_pass")).split(","):
+        spec = PLANS[plan]
+        if getattr(spec, "prepare", None):
+            await spec.prepare(m)
+        for s in m.plan(plan, 0, True).steps:
+            layer, _, name = s.label.rpartition(".")
+            if layer.lstrip("f") not in ("", "0") and not s.label.startswith("f."):
+                continue
+            p = Plan()
+            p.steps = [s] * reps
+            probes.setdefault(f"{plan}:{s.label}", p)
+    out = {k: [] for k in probes}
+    for _ in range(trials):
+        for key, p in probes.items():
+            await replay(m.dev, p, "one_pass", "js")
+            await m.dev.on_submitted_work_done()
+            t0 = js.performance.now()
+            await replay(m.dev, p, "one_pass", "js")
+            await m.dev.on_submitted_work_done()
+            out[key].append((float(js.performance.now()) - t0) / reps)
+    return {k: round(min(v), 3) for k, v in out.items()}
+
+
+async def kernel_time(lab, params: dict) -> dict:
+    """Dev tool: ms per dispatch of WGSL sources on random data (min over trials, one pass of `reps`).
+    params: {"variants": {name: {"code", "constants", "sizes": [bytes per binding], "workgroups"}}}"""
+    import js  # type: ignore
+    import numpy as np
+    from app.gpu import COPY_DST, STORAGE, UNIFORM
+    from app.plan import Plan, replay
+    dev, out, plans = lab.dev, {}, {}
+    rng = np.random.default_rng(0)
+    for name, v in params["variants"].items():
+        module = await dev.shader(v["code"], name)
+        pipe = await dev.checked(name, dev.create_compute_pipeline, module, "main", v.get("constants") or {}, name)
+        bufs = []
+        for size in v["sizes"]:
+            b = dev.create_buffer(size, STORAGE | COPY_DST, name)
+            dev.write_buffer(b, 0, rng.integers(0, 255, size, dtype=np.uint8) & 0x3F)  # small finite floats
+            bufs.append(b)
+        bg = await dev.checked(name, dev.create_bind_group, pipe, bufs)
+        p = Plan()
+        for _ in range(int(params.get("reps", 4))):
+            p.add(pipe, [bg], tuple(v["workgroups"]))
+        plans[name] = p
+        out[name] = []
+    for _ in range(int(params.get("trials", 4))):
+        for name, p in plans.items():
+            await replay(dev, p, "one_pass", "js")
+            await dev.on_submitted_work_done()
+            t0 = js.performance.now()
+            await replay(dev, p, "one_pass", "js")
+            await dev.on_submitted_work_done()
+            out[name].append((float(js.performance.now()) - t0) / len(p))
+    if dev.uncaptured:
+        raise RuntimeError("GPU errors: " + "; ".join(dev.uncaptured[-3:]))
+    return {k: round(min(v), 3) for k, v in out.items()}
+
+
+async def gpu_profile(lab, params: dict) -> dict:
+    """Dev tool: GPU ms per kernel kind over one real token (timestamps between the dispatches of one
+    pass; needs chromium-experimental-timestamp-query-inside-passes).  Feeds `prompt` then one token."""
+    import numpy as np
+    from app.gpu import COPY_SRC, QUERY_RESOLVE
+    from app.llm.generate import write_step
+    from app.llm.model import PLANS
+    from app.llm.session import get_model
+    from app.plan import replay
+    import app.llm.plans  # noqa: F401
+    if "chromium-experimental-timestamp-query-inside-passes" not in lab.dev.features:
+        raise ValueError("this adapter cannot write timestamps inside a pass")
+    m = await get_model(lab, 64)
+    out = {}
+    for run, plan in enumerate(str(params.get("plans", "fused,token_pass")).split(",")):
+        spec = PLANS[plan]
+        if getattr(spec, "prepare", None):
+            await spec.prepare(m)
+        p = m.plan(plan, 0, True)
+        for pos, tok in enumerate([504, 3458, 282, 4649, 314]):     # a short real prefix
+            write_step(m, tok, pos)
+            await replay(m.dev, p, "one_pass", "js")
+        n = len(p.steps)
+        qs = m.dev.create_query_set(n + 1)
+        res = m.dev.create_buffer(8 * (n + 1), QUERY_RESOLVE | COPY_SRC, "profile")
+        enc = m.dev.device.createCommandEncoder()
+        cp = enc.beginComputePass()
+        cp.writeTimestamp(qs, 0)
+        for i, s in enumerate(p.steps):
+            cp.setPipeline(s.pipeline)
+            if s.offsets is not None:
+                import js  # type: ignore
+                cp.setBindGroup(0, s.bind_groups[0], js.Array.of(*s.offsets))
+            else:
+                cp.setBindGroup(0, s.bind_groups[0])
+            cp.dispatchWorkgroups(*s.workgroups)
+            cp.writeTimestamp(qs, i + 1)
+        cp.end()
+        enc.resolveQuerySet(qs, 0, n + 1, res, 0)
+        m.dev.submit([enc.finish()])
+        t = np.frombuffer(await m.dev.read_buffer(res, 8 * (n + 1)), np.uint64).astype(np.int64)
+        kinds = {}
+        for s, dt in zip(p.steps, np.diff(t)):
+            name = s.label.rpartition(".")[2] if s.label[:1].isdigit() or s.label[1:2].isdigit() else s.label
+            kinds[name] = kinds.get(name, 0.0) + float(dt) / 1e6
+        key = f"{run}:{plan}"
+        out[key] = {k: round(v, 3) for k, v in kinds.items()}
+        out[key]["total"] = round(float(t[-1] - t[0]) / 1e6, 3)
+        qs.destroy()
+        res.destroy()
+    return out

@@ -1,0 +1,233 @@
+"""The `gpu_loop` plan: K tokens per submit, the token loop stays on the GPU, one readback per K tokens.
+
+    result = await generate(lab, model, prompt_ids, max_new, driver="python", on_token=None, k=16)
+
+A block of L ≤ K steps is ONE recorded plan: the fused dispatches of slots 0..L-1 back to back in one
+compute pass.  Step j reads its input token from tokens[j] and its position from steps[j] (dynamic
+offset j·256); its argmax writes tokens[j + 1], which step j + 1's embedding reads, so the CPU never
+touches a token inside a block.  Per block the CPU writes the L step uniforms (one writeBuffer, queued
+after the previous block, so blocks never see each other's positions), replays the plan, and submits
+one small copy command buffer: tokens[1..L] → a staging buffer (the block's only readback) and
+tokens[L] → carry → tokens[0] (the next block's first input; a buffer cannot copy onto itself).
+
+Double buffering: block b + 1 is encoded and submitted before block b's readback is awaited, so the
+CPU encodes while the GPU computes.  EOS (or max_new) inside a block truncates the output there; the
+tokens computed after it, and a block already in flight, are discarded (counted as `wasted_tokens`).
+The last block is shortened to what max_new still needs, so the KV cache never goes past
+len(prompt) + max_new positions.  Prompt tokens but the last are fed in blocks of K without the head.
+
+Metrics match app/llm/generate.py's keys.  Differences, by design: decode rate = tokens delivered ÷
+(last readback − decode start), since a whole block arrives at once; dispatches and submits per token
+count every token computed (delivered or discarded), so they equal the declared counts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .fused import declared, prepare, record_fused
+from .kernels import STEP_STRIDE
+from .model import MAX_SLOTS
+
+DEFAULT_K = 16
+DEPTH = 2                      # blocks in flight (double buffering)
+
+
+def parse_k(value) -> int:
+    """K from a URL/form value (None or "" → DEFAULT_K); ValueError with a message for the page."""
+    if value is None or str(value).strip() == "":
+        return DEFAULT_K
+    try:
+        k = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"k (tokens per submit) must be a whole number, got {value!r}") from None
+    if not 1 <= k <= MAX_SLOTS:
+        raise ValueError(f"k (tokens per submit) must be between 1 and {MAX_SLOTS}, got {k}")
+    return k
+
+
+def block_lengths(total: int, k: int) -> list[int]:
+    """Split `total` steps into blocks of k, the last one shorter."""
+    return [min(k, total - i) for i in range(0, total, k)]
+
+
+def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
+    """The tokens to deliver from a block: at most `room`, ending at the first EOS (kept, like the
+    reference's greedy).  Returns (tokens, stop)."""
+    out = []
+    for t in tokens[:room]:
+        out.append(t)
+        if t == eos_id:
+            return out, True
+    return out, len(out) >= room
+
+
+def block_plan(m, length: int, logits: bool):
+    """The recorded plan of one block (cached on the model like its other plans)."""
+    from app.plan import Plan
+    key = ("gpu_loop_block", length, logits)
+    if key not in m._plans:
+        p = Plan()
+        for slot in range(length):
+            p.extend(record_fused(m, slot, logits))
+        m._plans[key] = p
+    return m._plans[key]
+
+
+def write_steps(m, first_pos: int, length: int) -> None:
+    steps = np.zeros((length, STEP_STRIDE // 4), np.uint32)
+    steps[:, 0] = np.arange(first_pos, first_pos + length)
+    steps[:, 1] = np.arange(length)
+    m.dev.write_buffer(m.act["steps"], 0, steps)
+
+
+def _now() -> float:
+    import js  # type: ignore
+    return float(js.performance.now())
+
+
+class Loop:
+    """GPU-side state of one run: staging buffers, carry, optional timestamps, counters."""
+
+    def __init__(self, m, driver: str, k: int, n_blocks: int):
+        from app.gpu import COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE
+        self.m, self.dev, self.driver, self.k = m, m.dev, driver, k
+        self.staging = [self.dev.create_buffer(4 * k, MAP_READ | COPY_DST, f"gpu_loop readback {i}") for i in range(DEPTH)]
+        self.carry = self.dev.create_buffer(16, COPY_SRC | COPY_DST, "gpu_loop carry")
+        self.timed = "timestamp-query" in self.dev.features
+        if self.timed:
+            self.qs = self.dev.create_query_set(2 * n_blocks)
+            self.ts = self.dev.create_buffer(16 * n_blocks, QUERY_RESOLVE | COPY_SRC, "gpu_loop timestamps")
+        self.dispatches = self.submits = self.readbacks = self.computed = self.blocks = 0
+
+    async def replay(self, plan, timestamps=None) -> None:
+        from app.plan import replay
+        await replay(self.dev, plan, "one_pass", self.driver, timestamps=timestamps)
+        c = plan.counts("one_pass")
+        self.dispatches += c["dispatches"]
+        self.submits += c["submits"]
+
+    async def decode_block(self, pos: int, length: int):
+        """Submit one block; returns (staging buffer, its map promise)."""
+        import js  # type: ignore
+        from app.gpu import MAP_READ
+        b = self.blocks
+        write_steps(self.m, pos, length)
+        await self.replay(block_plan(self.m, length, True), (self.qs, 2 * b, 2 * b + 1) if self.timed else None)
+        tokens, st = self.m.act["tokens"], self.staging[b % DEPTH]
+        enc = self.dev.device.createCommandEncoder()
+        enc.copyBufferToBuffer(tokens, 4, st, 0, 4 * length)
+        enc.copyBufferToBuffer(tokens, 4 * length, self.carry, 0, 4)
+        enc.copyBufferToBuffer(self.carry, 0, tokens, 0, 4)
+        self.dev.queue.submit(js.Array.of(enc.finish()))
+        self.submits += 1
+        self.readbacks += 1
+        self.computed += length
+        self.blocks += 1
+        return st, length, st.mapAsync(MAP_READ, 0, 4 * length)
+
+    async def read(self, pending) -> list[int]:
+        import js  # type: ignore
+        st, length, promise = pending
+        await promise
+        out = [int(v) for v in js.Uint32Array.new(st.getMappedRange(0, 4 * length)).to_py()]
+        st.unmap()
+        self.dev.raise_if_lost()
+        return out
+
+    async def gpu_ms(self) -> list[float]:
+        if not self.timed or not self.blocks:
+            return []
+        import js  # type: ignore
+        enc = self.dev.device.createCommandEncoder()
+        enc.resolveQuerySet(self.qs, 0, 2 * self.blocks, self.ts, 0)
+        self.dev.queue.submit(js.Array.of(enc.finish()))
+        raw = np.frombuffer(await self.dev.read_buffer(self.ts, 16 * self.blocks), np.uint64).astype(np.int64)
+        return [float(e - s) / 1e6 for s, e in raw.reshape(-1, 2)]
+
+    def destroy(self) -> None:
+        for b in (*self.staging, self.carry, *((self.ts, self.qs) if self.timed else ())):
+            b.destroy()
+
+
+async def prefill(m, loop: Loop, ids: list[int]) -> None:
+    """Feed ids at positions 0.. in blocks of k without the head (their logits are never read)."""
+    pos = 0
+    for length in block_lengths(len(ids), loop.k):
+        m.dev.write_buffer(m.act["tokens"], 0, np.array(ids[pos:pos + length], np.uint32))
+        write_steps(m, pos, length)
+        await loop.replay(block_plan(m, length, False))
+        pos += length
+
+
+async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python", on_token=None,
+                   logits_out=None, k=None) -> dict:
+    """Greedy generation with the GPU-resident loop; same result keys as app.llm.generate.generate."""
+    from .generate import check_request
+    k = parse_k(lab.params.get("k") if k is None else k)
+    check_request(m, prompt_ids, max_new)
+    await prepare(m)
+    lengths = block_lengths(max_new, k)
+    loop = Loop(m, driver, k, len(lengths))
+    decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
+    stopped, pending, t_first = "max_new_tokens", [], None
+    try:
+        t0 = _now()
+        await prefill(m, loop, prompt_ids[:-1])
+        pre_dispatches = loop.dispatches
+        m.dev.write_buffer(m.act["tokens"], 0, np.array([prompt_ids[-1]], np.uint32))
+        await m.dev.on_submitted_work_done()          # decode timing starts with the GPU idle
+        t_dec = _now()
+        pos, nxt = len(prompt_ids) - 1, 0
+        while pending or nxt < len(lengths):
+            while nxt < len(lengths) and len(pending) < DEPTH:
+                pending.append(await loop.decode_block(pos, lengths[nxt]))
+                pos, nxt = pos + lengths[nxt], nxt + 1
+            got, stop = truncate(await loop.read(pending.pop(0)), max_new - len(out), m.cfg.eos_id)
+            t_last = _now()
+            t_first = t_last if t_first is None else t_first
+            for t in got:
+                out.append(t)
+                piece = decoder.feed(t)
+                pieces.append(piece)
+                if on_token is not None:
+                    on_token(t, piece)
+            if stop or lab.cancel_requested:
+                stopped = "cancelled" if lab.cancel_requested and not stop else \
+                    ("eos" if got and got[-1] == m.cfg.eos_id else "max_new_tokens")
+                for p in pending:                     # blocks in flight: finish, discard
+                    await loop.read(p)
+                pending = []
+                break
+        pieces.append(decoder.flush())
+        gpu_ms = await loop.gpu_ms()
+    finally:
+        loop.destroy()
+    return _result(m, prompt_ids, out, pieces, stopped, loop, pre_dispatches, gpu_ms, t0, t_dec, t_first, t_last,
+                   driver, k)
+
+
+def _result(m, ids, out, pieces, stopped, loop, pre_dispatches, gpu_ms, t0, t_dec, t_first, t_last, driver, k):
+    n, computed = len(out), max(loop.computed, 1)
+    dec_ms = t_last - t_dec
+    return {
+        "prompt_tokens": len(ids), "generated_token_ids": out, "text": "".join(pieces), "stopped": stopped,
+        "ttft_ms": round(t_first - t0, 3),
+        "decode_tok_per_s": round(n * 1000 / dec_ms, 3) if n and dec_ms > 0 else None,
+        "decode_ms_per_token": round(dec_ms / n, 3) if n else None,
+        "dispatches_per_token": (loop.dispatches - pre_dispatches) / computed,
+        "expected_dispatches_per_token": declared(m.cfg, True),
+        "prefill_dispatches_per_token": pre_dispatches / (len(ids) - 1) if len(ids) > 1 else None,
+        "expected_prefill_dispatches_per_token": declared(m.cfg, False),
+        "submits_per_token": (loop.submits - _prefill_submits(ids, k)) / computed,
+        "readbacks_per_token": loop.readbacks / computed,
+        "gpu_ms_per_token": round(sum(gpu_ms) / computed, 4) if gpu_ms else "unsupported",
+        "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
+                       if gpu_ms else "this adapter has no timestamp-query"),
+        "plan": "gpu_loop", "mode": "one_pass", "driver": driver, "k": k,
+        "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
+        "wall_s": round((_now() - t0) / 1000, 3),
+    }
+
+
+def _prefill_submits(ids: list, k: int) -> int:
+    return len(block_lengths(len(ids) - 1, k)) if len(ids) > 1 else 0

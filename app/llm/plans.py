@@ -1,0 +1,54 @@
+"""The plan registry of issue 4: adds `fused` and `gpu_loop` to app.llm.model.PLANS (importing this
+module is enough) and says, per plan, what one token costs in dispatches, submits and readbacks.
+
+| plan          | replay       | dispatches/token | submits/token            | readbacks/token |
+|---------------|--------------|------------------|--------------------------|-----------------|
+| op_by_op      | sequential   | 485              | 485 + 1 (readback copy)  | 1               |
+| token_encoder | one_encoder  | 485              | 1 + 1                    | 1               |
+| token_pass    | one_pass     | 485              | 1 + 1                    | 1               |
+| fused         | one_pass     | 123              | 1 + 1                    | 1               |
+| gpu_loop (K)  | one_pass     | 123              | (1 + 1) / K              | 1 / K           |
+(SmolLM2-135M: 30 layers.)  A PlanSpec may carry two optional attributes that app/llm/generate.py
+honours: `prepare(model)` (async: compile extra kernels before recording) and `generate(...)` (a plan
+with its own token loop).  Pure parts: ORDER, declared_costs.
+"""
+from __future__ import annotations
+
+from . import fused, gpu_loop
+from .model import PLANS, PlanSpec, dispatch_counts
+
+ORDER = ("op_by_op", "token_encoder", "token_pass", "fused", "gpu_loop")
+
+
+def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K) -> dict:
+    """What the plan declares one decoded token costs (the suite compares the counted values with it)."""
+    if plan in ("op_by_op", "token_encoder", "token_pass"):
+        d = dispatch_counts(n_layers, True)
+        submits = (d if plan == "op_by_op" else 1) + 1
+        return {"dispatches_per_token": d, "submits_per_token": submits, "readbacks_per_token": 1}
+    d = fused.dispatch_count(n_layers, True)
+    if plan == "fused":
+        return {"dispatches_per_token": d, "submits_per_token": 2, "readbacks_per_token": 1}
+    if plan == "gpu_loop":
+        return {"dispatches_per_token": d, "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
+    raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(ORDER)}")
+
+
+async def _gpu_loop_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None):
+    return await gpu_loop.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out)
+
+
+def _register() -> None:
+    f = PlanSpec("one_pass", fused.record_fused, fused.declared,
+                 "fused kernels (norm+QKV+RoPE+KV+attention, matvec+residual, norm+gate/up+SiLU, head+argmax), "
+                 "one pass per token")
+    f.prepare = fused.prepare
+    g = PlanSpec("one_pass", fused.record_fused, fused.declared,
+                 "fused kernels, K tokens per submit, argmax and the next token stay on the GPU, one readback per K")
+    g.prepare = fused.prepare
+    g.generate = _gpu_loop_generate
+    PLANS["fused"] = f
+    PLANS["gpu_loop"] = g
+
+
+_register()

@@ -1,0 +1,219 @@
+"""Pure parts of the plan registry, the fused recorder, the GPU loop's bookkeeping and the amortize
+section (CPython; the browser tests run the same plans on the GPU)."""
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from app import report
+from app.bench import amortize_report as R
+from app.llm import fused, gpu_loop, plans
+from app.llm.kernels import STEP_STRIDE
+from app.llm.loader import WeightRef, weight_layout
+from app.llm.model import PLANS, dispatch_counts
+
+MODEL = Path(os.environ.get("DISPATCHLAB_MODEL", Path(__file__).resolve().parents[2]
+                            / ".cache/model/SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+def test_registry_has_every_plan_with_hooks():
+    assert list(plans.ORDER) == ["op_by_op", "token_encoder", "token_pass", "fused", "gpu_loop"]
+    assert all(p in PLANS for p in plans.ORDER)
+    assert PLANS["fused"].mode == PLANS["gpu_loop"].mode == "one_pass"
+    assert PLANS["fused"].prepare is fused.prepare and PLANS["gpu_loop"].prepare is fused.prepare
+    assert callable(PLANS["gpu_loop"].generate) and not hasattr(PLANS["fused"], "generate")
+
+
+def test_fused_dispatch_count_meets_target():
+    assert fused.dispatch_count(30) == 123 <= 125
+    assert fused.dispatch_count(30, logits=False) == 121
+    assert dispatch_counts(30) == 485            # the per-op plans, for the comparison
+    cfg = SimpleNamespace(n_layers=30)
+    assert PLANS["fused"].dispatches(cfg, True) == 123 and PLANS["gpu_loop"].dispatches(cfg, False) == 121
+
+
+@pytest.mark.parametrize("plan,want", [
+    ("op_by_op", (485, 486, 1)), ("token_encoder", (485, 2, 1)), ("token_pass", (485, 2, 1)),
+    ("fused", (123, 2, 1)), ("gpu_loop", (123, 2 / 16, 1 / 16))])
+def test_declared_costs(plan, want):
+    c = plans.declared_costs(plan, 30, k=16)
+    assert (c["dispatches_per_token"], c["submits_per_token"], c["readbacks_per_token"]) == pytest.approx(want)
+    with pytest.raises(ValueError):
+        plans.declared_costs("nope", 30)
+
+
+# ------------------------------------------------------------------------------------------ recorder
+class FakeKernel:
+    def __init__(self, name, dynamic):
+        self.pipeline, self.dynamic = f"pipe:{name}", dynamic
+
+
+class FakeModel:
+    """Just enough of app.llm.model.Model for record_fused: names, not GPU objects."""
+
+    def __init__(self, n_layers=3):
+        self.cfg = SimpleNamespace(n_layers=n_layers, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536,
+                                   vocab=49152)
+        dyn = {"embed", "f_attn", "f_argmax"}
+        self.kernels = {k: FakeKernel(k, k in dyn) for k in
+                        ("embed", "f_attn", "f_o", "f_ffn", "f_down", "f_head", "f_argmax")}
+        self.act = {k: k for k in ("steps", "tokens", "x", "xb", "hb3", "att", "rope", "logits", "k_cache",
+                                   "v_cache", fused.PARTS_KEY)}
+        self.tuning = SimpleNamespace(wg=64)
+        self.fused_tuning = fused.FusedTuning()
+        self.refs, self.weights, off = {}, {}, 0
+        for l in range(n_layers):
+            for p in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
+                self.refs[f"blk.{l}.{p}.weight"] = WeightRef(f"layer.{l}", off, 1024, (1, 1), "Q4_1", 0)
+                off += 1024
+            self.weights[f"layer.{l}"] = f"buffer layer.{l}"
+        self.groups = []
+
+    def w(self, name):
+        return ("w", name)
+
+    def kv(self, which, layer):
+        return (which, layer)
+
+    def group(self, kernel, key, entries):
+        self.groups.append((kernel, key, entries))
+        return key
+
+
+@pytest.mark.parametrize("slot,logits", [(0, True), (5, True), (2, False)])
+def test_record_fused_counts_and_offsets(slot, logits):
+    m = FakeModel(n_layers=3)
+    p = fused.record_fused(m, slot, logits)
+    assert len(p) == fused.dispatch_count(3, logits)
+    kinds = [s.label.rpartition(".")[2] for s in p.steps]
+    assert kinds[0] == "embed" and kinds[1:5] == ["attn", "o", "ffn", "down"]
+    assert (kinds[-2:] == ["head", "argmax"]) == logits
+    for s in p.steps:      # the step uniform's slot is the only dynamic offset, on the kernels that read it
+        dynamic = s.pipeline in ("pipe:embed", "pipe:f_attn", "pipe:f_argmax")
+        assert s.offsets == ([slot * STEP_STRIDE] if dynamic else None)
+    assert len({key for _, key, _ in m.groups}) == len(m.groups)   # one bind group per distinct key
+
+
+def test_check_contiguous_names_the_gap():
+    refs = {"a": WeightRef("layer.0", 0, 100, (1, 1), "Q4_1", 0), "b": WeightRef("layer.0", 100, 50, (1, 1), "Q4_1", 0),
+            "c": WeightRef("layer.0", 256, 10, (1, 1), "Q4_1", 0), "d": WeightRef("layer.1", 150, 10, (1, 1), "Q4_1", 0)}
+    assert fused.check_contiguous(refs, ["a", "b"]) == ("layer.0", 0, 150)
+    with pytest.raises(ValueError, match="c is at layer.0"):
+        fused.check_contiguous(refs, ["a", "b", "c"])
+    with pytest.raises(ValueError, match="d is at layer.1"):
+        fused.check_contiguous(refs, ["a", "b", "d"])
+
+
+def test_real_model_layout_keeps_qkv_and_gate_up_contiguous():
+    if not MODEL.is_file():
+        pytest.skip(f"model file not found at {MODEL}")
+    from app.llm.gguf import GGUFFile, load_config
+    g = GGUFFile(MODEL.read_bytes())
+    cfg = load_config(g)
+    refs, _ = weight_layout(g.tensors, cfg.n_layers)
+    for l in range(cfg.n_layers):
+        _, _, size = fused.check_contiguous(refs, [f"blk.{l}.attn_{p}.weight" for p in "qkv"])
+        assert size == (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim * cfg.d_model // 32 * 20
+        fused.check_contiguous(refs, [f"blk.{l}.ffn_gate.weight", f"blk.{l}.ffn_up.weight"])
+
+
+def test_tuning_per_adapter():
+    cpu = fused.FusedTuning.for_adapter({"isFallbackAdapter": True, "subgroupMinSize": 4})
+    assert (cpu.tpr, cpu.rpt, cpu.wg) == (1, 4, 64)
+    assert cpu.groups(576) == 3 and cpu.head_groups(49152) == 192 and cpu.head_parts(49152) == 192 * 16
+    gpu = fused.FusedTuning.for_adapter({"isFallbackAdapter": False, "subgroupMinSize": 32, "vendor": "nvidia"})
+    assert gpu.tpr == 32 and gpu.wg % 32 == 0 and gpu.head_tpr <= 32
+    small = fused.FusedTuning.for_adapter({"isFallbackAdapter": False, "subgroupMinSize": 16})
+    assert small.tpr == 16 and small.head_tpr <= 16            # a row's lanes must share one subgroup
+
+
+# ------------------------------------------------------------------------------------------ gpu loop
+def test_parse_k():
+    assert gpu_loop.parse_k(None) == gpu_loop.parse_k("") == 16
+    assert gpu_loop.parse_k("3") == 3 and gpu_loop.parse_k(64) == 64
+    for bad in ("0", "65", "x", "1.5"):
+        with pytest.raises(ValueError, match="k \\(tokens per submit\\)"):
+            gpu_loop.parse_k(bad)
+
+
+@pytest.mark.parametrize("total,k,want", [(8, 3, [3, 3, 2]), (16, 16, [16]), (5, 16, [5]), (1, 1, [1]), (0, 4, [])])
+def test_block_lengths(total, k, want):
+    assert gpu_loop.block_lengths(total, k) == want
+
+
+def test_truncate_stops_at_eos_and_room():
+    assert gpu_loop.truncate([5, 6, 2, 7], 10, eos_id=2) == ([5, 6, 2], True)     # EOS inside a block
+    assert gpu_loop.truncate([5, 6, 7], 2, eos_id=2) == ([5, 6], True)            # max_new reached
+    assert gpu_loop.truncate([5, 6, 7], 5, eos_id=2) == ([5, 6, 7], False)
+    assert gpu_loop.truncate([2], 1, eos_id=2) == ([2], True)
+
+
+# ------------------------------------------------------------------------------------------ section
+def _run(plan, ids, disp, ms=10.0, rate=100.0, **extra):
+    return {"generated_token_ids": ids, "dispatches_per_token": disp, "expected_dispatches_per_token": disp,
+            "submits_per_token": 2, "readbacks_per_token": 1, "decode_tok_per_s": rate, "decode_ms_per_token": ms,
+            "gpu_ms_per_token": "unsupported", "ttft_ms": 5.0, "stopped": "max_new_tokens", **extra}
+
+
+def _section():
+    per = R.per_dispatch([{"mode": m, "driver": d, "slope_us": s} for m, d, s in
+                          (("sequential", "python", 50.0), ("one_pass", "python", 20.0), ("one_pass", "js", 10.0),
+                           ("one_encoder", "python", 30.0), ("sequential", "js", 40.0), ("one_encoder", "js", 25.0))],
+                         "test")
+    runs = {("op_by_op", "python"): [_run("op_by_op", [1, 2, 3], 485, ms=30.0, rate=33.0)] * 3,
+            ("fused", "python"): [_run("fused", [1, 2, 3], 123, ms=11.0, rate=90.0),
+                                  _run("fused", [1, 2, 3], 123, ms=12.0, rate=80.0)],
+            ("fused", "js"): [_run("fused", [1, 2, 3], 123, ms=10.5, rate=95.0)],
+            ("gpu_loop", "js"): [_run("gpu_loop", [1, 2, 4], 123, ms=4.0, rate=250.0, k=16, wasted_tokens=13)],
+            ("token_pass", "js"): []}
+    rows = R.plan_rows(runs, per, {"op_by_op": "sequential", "fused": "one_pass", "gpu_loop": "one_pass",
+                                   "token_pass": "one_pass"}, 30, 16, {})
+    iso = {"k": [1, 2, 4], "ms": [1.0, 1.1, 1.3], "slope_us": 100.0, "sequential_per_dispatch_us": 50.0,
+           "series": {"one_pass": {"ms": [1.0, 1.1, 1.3], "slope_us": 100.0, "intercept_ms": 0.9, "r2": 0.99}}}
+    return R.section(rows, iso, per, {"prompt": "p", "max_new": 3, "runs": 3})
+
+
+def test_section_rows_and_checks():
+    sec = _section()
+    by = {(r["plan"], r["driver"]): r for r in sec["plans"]}
+    op = by[("op_by_op", "python")]
+    assert op["overhead_share"] == pytest.approx(485 * 50.0 / 1000 / 30.0) and op["per_dispatch_us"] == 50.0
+    assert by[("fused", "python")]["decode_tok_per_s"] == 85.0 and by[("fused", "python")]["runs"] == 2
+    assert by[("fused", "js")]["overhead_share"] == pytest.approx(123 * 10.0 / 1000 / 10.5)
+    assert by[("gpu_loop", "js")]["tokens_match_op_by_op"] is False and by[("gpu_loop", "js")]["k"] == 16
+    assert by[("token_pass", "js")] == {"plan": "token_pass", "driver": "js", "unsupported": "no run finished"}
+    assert sec["all_tokens_identical"] is False
+    assert sec["best"] == {"plan": "gpu_loop", "driver": "js", "decode_tok_per_s": 250.0}
+    (pj,) = sec["python_vs_js"]
+    assert pj["plan"] == "fused" and pj["ratio"] == pytest.approx(11.5 / 10.5) and pj["within_10pct"] is True
+
+
+def test_section_validates_formats_and_exports():
+    doc = {**report.new_results({}), "amortize": _section()}
+    report.validate(doc)
+    text = report.format_tables(doc)
+    assert "gpu_loop K=16" in text and "Isolation" in text and "unsupported here" in text
+    rows = report.to_csv(doc).splitlines()
+    assert rows[0].startswith("amortize,kind,plan") and any(",isolation," in r for r in rows)
+    bad = _section()
+    del bad["plans"][0]["ms_per_token"]
+    with pytest.raises(report.ResultsError, match=r"amortize.plans\[0\]: missing 'ms_per_token'"):
+        report.validate({**report.new_results({}), "amortize": bad})
+    bad = _section()
+    bad["isolation"]["ms"] = [1.0]
+    with pytest.raises(report.ResultsError, match="isolation"):
+        report.validate({**report.new_results({}), "amortize": bad})
+
+
+def test_settings_parse_and_reject():
+    from app.bench.amortize import settings
+    s = settings({"quick": "1"})
+    assert s["quick"] and s["max_new"] == 16 and s["runs"] == 2 and s["k"] == 16 and s["plans"] == list(plans.ORDER)
+    s = settings({"plans": "fused, gpu_loop", "drivers": "js", "k": "3", "runs": "4", "max_new_tokens": "8"})
+    assert s["plans"] == ["fused", "gpu_loop"] and s["drivers"] == ["js"] and (s["k"], s["runs"], s["max_new"]) == (3, 4, 8)
+    for bad, msg in (({"plans": "fast"}, "unknown plan 'fast'"), ({"drivers": "c"}, "unknown driver"),
+                     ({"runs": "0"}, "runs must be between"), ({"max_new_tokens": "x"}, "whole number"),
+                     ({"prompt": "  "}, "prompt is empty"), ({"k": "99"}, "k \\(tokens per submit\\)")):
+        with pytest.raises(ValueError, match=msg):
+            settings(bad)
