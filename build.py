@@ -378,12 +378,17 @@ def bench_url(base: str, args) -> str:
     q = {"suite": args.suite, "autorun": "1", "report": "1"}
     if args.quick:
         q["quick"] = "1"
-    for key in ("prompt", "max_new_tokens", "plan", "k", "runs"):
+    for key in ("prompt", "max_new_tokens", "plan", "driver", "k", "runs"):
         v = getattr(args, key, None)
         if v is not None:
             q[key] = str(v)
     if getattr(args, "chat", False):
         q["chat"] = "1"
+    for kv in getattr(args, "param", None) or []:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            raise BuildError(f"--param takes KEY=VALUE, got {kv!r}")
+        q[key] = value
     return base + "?" + urllib.parse.urlencode(q)
 
 
@@ -550,7 +555,10 @@ def main(argv=None) -> int:
     b.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     b.add_argument("--max-new-tokens", type=int, dest="max_new_tokens")
     b.add_argument("--plan", help="dispatch plan for --suite llm")
+    b.add_argument("--driver", choices=("python", "js"), help="who encodes the recorded plan (--suite llm)")
     b.add_argument("--k", type=int, help="tokens per submit for the gpu_loop plan")
+    b.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="extra page parameter (repeatable), e.g. --param tuning=gpu")
     b.add_argument("--runs", type=int, help="repeated runs per engine/plan")
     b.add_argument("--browser", help="Chromium-family binary (launched directly, without Playwright)")
     b.add_argument("--browser-flags", default="", help="extra browser flags")
