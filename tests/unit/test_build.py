@@ -144,3 +144,16 @@ def test_results_endpoint_rejects_non_loopback(served, monkeypatch):
 def test_is_loopback():
     assert build.is_loopback("127.0.0.1") and build.is_loopback("::1") and not build.is_loopback("10.0.0.1")
     assert not build.is_loopback("not-an-address")
+
+
+def test_bench_url_forwards_parameters():
+    import argparse
+    a = argparse.Namespace(suite="llm", quick=True, prompt="a b&c", max_new_tokens=4, plan="fused", driver="js", k=3,
+                           runs=None, chat=True, param=["tuning=gpu"])
+    url = build.bench_url("http://127.0.0.1:1/", a)
+    assert url.startswith("http://127.0.0.1:1/?suite=llm&autorun=1&report=1&quick=1")
+    for part in ("prompt=a+b%26c", "max_new_tokens=4", "plan=fused", "driver=js", "k=3", "chat=1", "tuning=gpu"):
+        assert part in url
+    a.param = ["novalue"]
+    with pytest.raises(build.BuildError, match="KEY=VALUE"):
+        build.bench_url("http://127.0.0.1:1/", a)
