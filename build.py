@@ -565,9 +565,11 @@ def main(argv=None) -> int:
     b.add_argument("--dist", help="serve this already-built site (no fetch/build)")
     b.add_argument("--no-playwright", action="store_true", help="launch the browser directly even if Playwright exists")
     b.add_argument("--timeout", type=float, help="seconds to wait for results")
-    t = sub.add_parser("test", help="set up and run the test suite")
-    t.add_argument("pytest_args", nargs=argparse.REMAINDER)
-    args = p.parse_args(argv)
+    sub.add_parser("test", help="set up and run the test suite (extra arguments go to pytest)")
+    args, extra = p.parse_known_args(argv)
+    if extra and args.cmd != "test":
+        p.error("unrecognized arguments: " + " ".join(extra))
+    args.pytest_args = extra
     try:
         if args.cmd == "fetch":
             fetch()
