@@ -86,7 +86,7 @@ async def per_dispatch_costs(lab, quick: bool) -> dict:
 
 
 async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
-    from app.llm.generate import check_request, generate
+    """Every plan × driver: one untimed warm-up (1 token), then `runs` timed rounds, round-robin."""
     from app.llm.model import PLANS
     from app.llm.session import get_model
     import app.llm.plans  # noqa: F401 - registers fused and gpu_loop
@@ -99,28 +99,36 @@ async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
     combos = [(p, d) for p in cfg["plans"] for d in cfg["drivers"]]
     runs = {c: [] for c in combos}
     unsupported = {}
-    total = cfg["runs"] * len(combos)
-    for r in range(cfg["runs"]):
+    total = (cfg["runs"] + 1) * len(combos)
+    for r in range(-1, cfg["runs"]):          # round -1: untimed warm-up (first use, clocks), discarded
         for i, (plan, driver) in enumerate(combos):
             lab.check_cancel()
             if plan in unsupported:
                 continue
-            lab.progress(f"amortize: {plan} ({driver}) run {r + 1}/{cfg['runs']}", (r * len(combos) + i) / total)
-            spec = PLANS[plan]
+            what = "warm-up" if r < 0 else f"run {r + 1}/{cfg['runs']}"
+            lab.progress(f"amortize: {plan} ({driver}) {what}", ((r + 1) * len(combos) + i) / total)
             try:
-                if getattr(spec, "prepare", None):
-                    await spec.prepare(m)
+                if getattr(PLANS[plan], "prepare", None):
+                    await PLANS[plan].prepare(m)
             except Exception as e:  # noqa: BLE001 - e.g. no subgroups: this plan is unsupported here
                 unsupported[plan] = str(e)
                 continue
-            check_request(m, ids, cfg["max_new"])
-            if plan == "gpu_loop":
-                from app.llm.gpu_loop import generate as loop_generate
-                res = await loop_generate(lab, m, ids, cfg["max_new"], driver, k=cfg["k"])
-            else:
-                res = await generate(lab, m, ids, cfg["max_new"], plan, driver)
-            runs[(plan, driver)].append(res)
+            res = await _generate(lab, m, plan, driver, ids[-1:] if r < 0 else ids, 1 if r < 0 else cfg["max_new"], cfg)
+            if r >= 0:
+                runs[(plan, driver)].append(res)
+            elif plan == "gpu_loop":
+                from app.llm.gpu_loop import warm
+                warm(m, len(ids), cfg["max_new"], cfg["k"])
     return R.plan_rows(runs, per_dispatch, MODE_OF, m.cfg.n_layers, cfg["k"], unsupported)
+
+
+async def _generate(lab, m, plan, driver, ids, max_new, cfg) -> dict:
+    from app.llm.generate import check_request, generate
+    check_request(m, ids, max_new)
+    if plan == "gpu_loop":
+        from app.llm.gpu_loop import generate as loop_generate
+        return await loop_generate(lab, m, ids, max_new, driver, k=cfg["k"])
+    return await generate(lab, m, ids, max_new, plan, driver)
 
 
 async def run(lab, params: dict) -> dict:

@@ -73,6 +73,15 @@ def block_plan(m, length: int, logits: bool):
     return m._plans[key]
 
 
+def warm(m, prompt_len: int, max_new: int, k: int) -> None:
+    """Record (and build the JS arrays of) every block plan a run of this shape will replay, so that a
+    timed run does not pay for first-use recording."""
+    for length in set(block_lengths(max_new, k)):
+        block_plan(m, length, True).to_js()
+    for length in set(block_lengths(prompt_len - 1, k)):
+        block_plan(m, length, False).to_js()
+
+
 def write_steps(m, first_pos: int, length: int) -> None:
     steps = np.zeros((length, STEP_STRIDE // 4), np.uint32)
     steps[:, 0] = np.arange(first_pos, first_pos + length)

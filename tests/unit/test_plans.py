@@ -122,8 +122,10 @@ def test_tuning_per_adapter():
     cpu = fused.FusedTuning.for_adapter({"isFallbackAdapter": True, "subgroupMinSize": 4})
     assert (cpu.tpr, cpu.rpt, cpu.wg) == (1, 4, 64)
     assert cpu.groups(576) == 3 and cpu.head_groups(49152) == 192 and cpu.head_parts(49152) == 192 * 16
-    gpu = fused.FusedTuning.for_adapter({"isFallbackAdapter": False, "subgroupMinSize": 32, "vendor": "nvidia"})
-    assert gpu.tpr == 32 and gpu.wg % 32 == 0 and gpu.head_tpr <= 32
+    gpu = fused.FusedTuning.for_adapter({"isFallbackAdapter": False, "subgroupMinSize": 32, "vendor": "nvidia"},
+                                        {"maxComputeInvocationsPerWorkgroup": 1024})
+    assert gpu.tpr == 32 and gpu.wg % 32 == 0 and gpu.head_tpr <= 32 and gpu.attn_wg == 1024
+    assert fused.FusedTuning.for_adapter({"subgroupMinSize": 32}, {}).attn_wg == 256   # the WebGPU default limit
     small = fused.FusedTuning.for_adapter({"isFallbackAdapter": False, "subgroupMinSize": 16})
     assert small.tpr == 16 and small.head_tpr <= 16            # a row's lanes must share one subgroup
 

@@ -1,0 +1,107 @@
+"""The amortize suite in the page: every plan gives the numpy reference's greedy tokens with its declared
+dispatch count, gpu_loop gives the same tokens for K = 1, 3, 16 with EOS inside a block, the isolation
+splits equal k=1, and the suite's autorun produces a valid section and a rendered panel.
+
+SwiftShader runs our kernels at about one token per second, so prompts are short and runs few.
+The expected ids are the numpy reference's (pinned and checked in tests/unit/test_reference.py).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app import report
+from conftest import open_lab, page_text_has_no_traceback, wait_state
+
+PROMPT = "The capital of France is"
+PROMPT_GREEDY = [7042, 30, 198, 198]           # " Paris.\n\n" (reference.greedy)
+CHAT = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+CHAT_GREEDY = [504, 3575, 282, 4649, 314, 7042, 30, 2]   # "The capital of France is Paris.<|im_end|>"
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, server):
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    assert open_lab(page, server) == "ready"
+    page.wait_for_function("window.dlAmortize !== undefined", timeout=30_000)
+    yield page
+    ctx.close()
+
+
+def check(page, name, params, timeout_s=900):
+    page.set_default_timeout(timeout_s * 1000)
+    out = json.loads(page.evaluate("([n, p]) => dlAmortize.check(n, p)", [name, json.dumps(params)]))
+    assert "error" not in out, out["error"]
+    return out
+
+
+def test_isolation_splits_compute_the_same_result(lab_page):
+    iso = check(lab_page, "isolation", {"rows": 512, "cols": 256, "max_k": 64, "reps": 1})
+    assert iso["k"] == [1, 2, 4, 8, 16, 32, 64]
+    assert iso["all_splits_identical"] is True
+    assert [c["k"] for c in iso["checks"]] == iso["k"]
+    for c in iso["checks"]:
+        assert c["max_abs_diff_vs_k1"] == 0.0          # bit-identical to one dispatch
+        assert c["max_rel_err_vs_numpy"] < 1e-5        # f32 sums of 256 terms vs float64 numpy
+    assert set(iso["series"]) == {"one_pass", "sequential"}
+    assert all(len(s["ms"]) == len(iso["k"]) for s in iso["series"].values())
+
+
+@pytest.mark.parametrize("plans,driver", [("op_by_op,token_pass,fused,gpu_loop", "python"),
+                                          ("token_encoder,fused,gpu_loop", "js")])
+def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, plans, driver):
+    out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": plans, "drivers": driver,
+                                    "k": 3})
+    rows = out["plans"]
+    assert [r["plan"] for r in rows] == plans.split(",")
+    for r in rows:
+        assert "unsupported" not in r, r
+        assert r["generated_token_ids"] == PROMPT_GREEDY, r["plan"]
+        assert r["dispatches_per_token"] == r["declared_dispatches_per_token"], r["plan"]
+        assert r["dispatch_count_ok"] is True
+    by = {r["plan"]: r for r in rows}
+    assert by["fused"]["dispatches_per_token"] == 123 and by["gpu_loop"]["dispatches_per_token"] == 123
+    if "op_by_op" in by:
+        assert by["op_by_op"]["dispatches_per_token"] == 485 and by["op_by_op"]["submits_per_token"] == 486
+    assert by["gpu_loop"]["readbacks_per_token"] == pytest.approx(2 / 4)   # 4 tokens: blocks of 3 and 1
+
+
+@pytest.mark.parametrize("k", [1, 3, 16])
+def test_gpu_loop_k_gives_same_tokens_with_eos_inside_a_block(lab_page, k):
+    out = check(lab_page, "plans", {"prompt": CHAT, "max_new_tokens": 12, "plans": "gpu_loop", "drivers": "js",
+                                    "k": k})
+    (r,) = out["plans"]
+    assert r["generated_token_ids"] == CHAT_GREEDY     # EOS (2) is token 8: inside a block for K = 3, 16
+    assert r["stopped"] == "eos"
+    assert r["dispatches_per_token"] == 123
+    if k > 1:
+        assert r["wasted_tokens"] > 0                  # computed past EOS in its block, then discarded
+
+
+def test_autorun_quick_section_and_panel(page, server):
+    q = "suite=amortize&autorun=1&quick=1&max_new_tokens=2&runs=1&plans=fused,gpu_loop&drivers=js&k=2"
+    assert open_lab(page, server, q, timeout_s=900) == "done"
+    doc = page.evaluate("dlResults")
+    report.validate(doc)                               # the schema build.py bench and imports check
+    sec = doc["amortize"]
+    assert [(r["plan"], r["driver"]) for r in sec["plans"]] == [("fused", "js"), ("gpu_loop", "js")]
+    assert sec["all_tokens_identical"] is True
+    iso = sec["isolation"]
+    for key in ("k", "ms", "slope_us", "sequential_per_dispatch_us"):
+        assert key in iso
+    assert iso["sequential_per_dispatch_us"] > 0 and iso["all_splits_identical"] is True
+    for mode in ("sequential_us", "one_encoder_us", "one_pass_us"):
+        assert sec["per_dispatch"][mode] is not None
+    text = page.inner_text("#panel-amortize")
+    assert "gpu_loop K=2" in text and "Isolation" in text
+    assert page.evaluate("document.querySelectorAll('#panel-amortize canvas').length") == 2
+    assert page_text_has_no_traceback(page)
+
+
+def test_bad_k_gets_a_message(page, server):
+    page.goto(server.url + "?suite=amortize&autorun=1&k=0&skip_isolation=1")
+    assert wait_state(page, ("done", "error"), timeout_s=300) == "error"
+    assert "k (tokens per submit) must be between 1 and 64" in page.inner_text("#error")
+    assert page_text_has_no_traceback(page)
