@@ -21,12 +21,12 @@
 //   2  storage, read             array<vec4<f32>>  nw     D/4            attn_norm weight
 //   3  storage, read             array<u32>        W      (HEADS + 2·KV_HEADS)·HEAD_DIM · D/32 · 5
 //   4  storage, read             array<vec2<f32>>  rope   ctx · ROPE_DIM/2  (cos, sin)
-//   5  storage, read_write       array<f32>        kc     ctx · KV_HEADS·HEAD_DIM   this layer's K cache
+//   5  storage, read_write       array<vec4<f32>>  kc     ctx · KV_HEADS·HEAD_DIM/4 this layer's K cache
 //   6  storage, read_write       array<f32>        vc     ctx · KV_HEADS·HEAD_DIM   this layer's V cache
 //   7  storage, read_write       array<f32>        att    HEADS · L   score scratch (row stride L = length / HEADS)
 //   8  storage, read_write       array<f32>        out    HEADS·HEAD_DIM
 // Dispatch: (HEADS, 1, 1).
-// Overrides: D (multiple of 32), HEADS, KV_HEADS, HEAD_DIM (even), ROPE_DIM, EPS, TPR, QPI, WG,
+// Overrides: D (multiple of 32), HEADS, KV_HEADS, HEAD_DIM (multiple of 4), ROPE_DIM, EPS, TPR, QPI, WG,
 //   PACC = max(WG, HEAD_DIM) (size of the attention·V partial sums).
 enable subgroups;
 
@@ -51,7 +51,7 @@ override PACC: u32 = 64u;
 @group(0) @binding(2) var<storage, read> nw: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> W: array<u32>;
 @group(0) @binding(4) var<storage, read> rope: array<vec2<f32>>;
-@group(0) @binding(5) var<storage, read_write> kc: array<f32>;
+@group(0) @binding(5) var<storage, read_write> kc: array<vec4<f32>>;   // vec4: a score reads its key in 16 loads
 @group(0) @binding(6) var<storage, read_write> vc: array<f32>;
 @group(0) @binding(7) var<storage, read_write> att: array<f32>;
 @group(0) @binding(8) var<storage, read_write> out: array<f32>;
@@ -165,8 +165,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let kv0 = g * HEAD_DIM;
     if (h % (HEADS / KV_HEADS) == 0u) {
         for (var dd = li; dd < HEAD_DIM; dd += WG) {
-            kc[pos * rowlen + kv0 + dd] = qkv[HEAD_DIM + dd];
             vc[pos * rowlen + kv0 + dd] = qkv[2u * HEAD_DIM + dd];
+        }
+        for (var j = li; j < HEAD_DIM / 4u; j += WG) {
+            let k = HEAD_DIM + 4u * j;
+            kc[(pos * rowlen + kv0) / 4u + j] = vec4<f32>(qkv[k], qkv[k + 1u], qkv[k + 2u], qkv[k + 3u]);
         }
     }
 
@@ -182,8 +185,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 s += qkv[dd] * qkv[HEAD_DIM + dd];
             }
         } else {
-            for (var dd = 0u; dd < HEAD_DIM; dd++) {
-                s += qkv[dd] * kc[t * rowlen + kv0 + dd];
+            let k0 = (t * rowlen + kv0) / 4u;
+            for (var j = 0u; j < HEAD_DIM / 4u; j++) {
+                s += dot(vec4<f32>(qkv[4u * j], qkv[4u * j + 1u], qkv[4u * j + 2u], qkv[4u * j + 3u]), kc[k0 + j]);
             }
         }
         s *= inv;

@@ -184,7 +184,7 @@ async def self_check(lab, name: str, params: dict) -> dict:
         cfg = settings({"runs": "1", **{k: str(v) for k, v in params.items()}})
         rows = await run_plans(lab, cfg, {})
         return {"plans": rows}
-    if name in ("profile", "gpu_profile", "kernel_time"):
+    if name in ("profile", "gpu_profile", "kernel_time", "encode_cost"):
         from app.bench import kernel_profile
         return await getattr(kernel_profile, name)(lab, params)
     raise ValueError(f"unknown self-check {name!r}")

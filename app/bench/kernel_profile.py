@@ -129,3 +129,39 @@ async def gpu_profile(lab, params: dict) -> dict:
         qs.destroy()
         res.destroy()
     return out
+
+
+async def encode_cost(lab, params: dict) -> dict:
+    """Dev tool: CPU µs per dispatch to encode + submit N one_pass dispatches (no GPU wait in the timed
+    part): app.plan's Python loop, the same loop with the pass's methods looked up once, and replay.js."""
+    import js  # type: ignore
+    from app.bench import dispatch as D
+    from app.plan import replay_js, replay_python
+    n = int(params.get("n", 1024))
+    dev = lab.dev
+    rig = await D.make_rig(dev, "f32", [n])
+    plan = rig.plans[n]
+
+    def cached(plan):
+        enc = dev.device.createCommandEncoder()
+        p = enc.beginComputePass()
+        sbg, sp, dw = p.setBindGroup, p.setPipeline, p.dispatchWorkgroups
+        for s in plan.steps:
+            sbg(0, s.bind_groups[0])
+            sp(s.pipeline)
+            dw(*s.workgroups)
+        p.end()
+        dev.queue.submit(js.Array.of(enc.finish()))
+
+    ways = {"plan_python": lambda: replay_python(dev, plan, "one_pass"), "cached_methods": lambda: cached(plan),
+            "replay_js": lambda: replay_js(dev, plan, "one_pass")}
+    out = {k: [] for k in ways}
+    for _ in range(int(params.get("trials", 5))):
+        for name, fn in ways.items():
+            await dev.on_submitted_work_done()
+            t0 = js.performance.now()
+            fn()
+            out[name].append((float(js.performance.now()) - t0) * 1000 / n)
+    await dev.on_submitted_work_done()
+    rig.buf.destroy()
+    return {k: round(min(v), 2) for k, v in out.items()}
