@@ -27,7 +27,7 @@ def settings(params: dict) -> dict:
     quick = str(params.get("quick", "")).lower() in TRUE
     out = {"quick": quick, "prompt": params.get("prompt") or R.DEFAULT_PROMPT,
            "chat": str(params.get("chat", "")).lower() in TRUE, "k": parse_k(params.get("k")),
-           "max_new": _int(params, "max_new_tokens", 16 if quick else 32, 1, 512),
+           "max_new": _int(params, "max_new_tokens", 8 if quick else 32, 1, 512),
            "runs": _int(params, "runs", 2 if quick else 5, 1, 50),
            "plans": _names(params.get("plans"), ORDER, "plan"),
            "drivers": _names(params.get("drivers"), ("python", "js"), "driver"),
@@ -167,12 +167,23 @@ async def _kernel_profile(lab, cfg) -> dict:
 
 def set_tuning(params: dict) -> None:
     """fused_tuning={"wg": 16, ...} (JSON) overrides the fused kernels' shapes, for tuning runs."""
+    import dataclasses
     import json
     from app.llm import fused
     raw = params.get("fused_tuning")
     fused.OVERRIDES.clear()
-    if raw:
-        fused.OVERRIDES.update(json.loads(raw) if isinstance(raw, str) else raw)
+    if not raw:
+        return
+    try:
+        want = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except ValueError:
+        raise ValueError(f"fused_tuning must be a JSON object, got {raw!r}") from None
+    fields = {f.name for f in dataclasses.fields(fused.FusedTuning)}
+    bad = [k for k, v in want.items() if k not in fields or not isinstance(v, int) or v < 1]
+    if bad:
+        raise ValueError(f"fused_tuning: {bad[0]!r} is not a tuning field with a positive whole number; "
+                         f"fields: {', '.join(sorted(fields))}")
+    fused.OVERRIDES.update(want)
 
 
 async def self_check(lab, name: str, params: dict) -> dict:

@@ -211,7 +211,7 @@ def test_section_validates_formats_and_exports():
 def test_settings_parse_and_reject():
     from app.bench.amortize import settings
     s = settings({"quick": "1"})
-    assert s["quick"] and s["max_new"] == 16 and s["runs"] == 2 and s["k"] == 16 and s["plans"] == list(plans.ORDER)
+    assert s["quick"] and s["max_new"] == 8 and s["runs"] == 2 and s["k"] == 16 and s["plans"] == list(plans.ORDER)
     s = settings({"plans": "fused, gpu_loop", "drivers": "js", "k": "3", "runs": "4", "max_new_tokens": "8"})
     assert s["plans"] == ["fused", "gpu_loop"] and s["drivers"] == ["js"] and (s["k"], s["runs"], s["max_new"]) == (3, 4, 8)
     for bad, msg in (({"plans": "fast"}, "unknown plan 'fast'"), ({"drivers": "c"}, "unknown driver"),
@@ -219,3 +219,14 @@ def test_settings_parse_and_reject():
                      ({"prompt": "  "}, "prompt is empty"), ({"k": "99"}, "k \\(tokens per submit\\)")):
         with pytest.raises(ValueError, match=msg):
             settings(bad)
+
+
+def test_set_tuning_validates():
+    from app.bench.amortize import set_tuning
+    set_tuning({"fused_tuning": '{"wg": 128, "attn_wg": 1024}'})
+    assert fused.OVERRIDES == {"wg": 128, "attn_wg": 1024}
+    for bad in ('{"speed": 2}', '{"wg": "big"}', '{"wg": 0}', "not json"):
+        with pytest.raises(ValueError, match="fused_tuning"):
+            set_tuning({"fused_tuning": bad})
+    set_tuning({})
+    assert fused.OVERRIDES == {}
