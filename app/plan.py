@@ -38,15 +38,16 @@ class Step:
 class Plan:
     steps: list = field(default_factory=list)
     _js: object = None              # the JS array, built once on first JS replay
+    _offsets_ready: bool = False    # dynamic offsets converted to JS arrays (first Python replay)
 
     def add(self, pipeline, bind_groups, workgroups=(1, 1, 1), offsets=None, label=""):
         wg = tuple(workgroups) + (1,) * (3 - len(tuple(workgroups)))
         self.steps.append(Step(pipeline, list(bind_groups), wg, offsets, label))
-        self._js = None
+        self._js, self._offsets_ready = None, False
 
     def extend(self, other: "Plan"):
         self.steps.extend(other.steps)
-        self._js = None
+        self._js, self._offsets_ready = None, False
 
     def __len__(self):
         return len(self.steps)
@@ -69,20 +70,31 @@ class Plan:
 
 
 def _encode(pass_, step):
-    for i, bg in enumerate(step.bind_groups):
-        if i == 0 and step.offsets is not None:
-            pass_.setBindGroup(0, bg, step._js_offsets)
-        else:
-            pass_.setBindGroup(i, bg)
-    pass_.setPipeline(step.pipeline)
-    x, y, z = step.workgroups
-    pass_.dispatchWorkgroups(x, y, z)
+    _encode_steps(pass_, (step,))
+
+
+def _encode_steps(pass_, steps):
+    """Encode steps into one pass.  The pass's three methods are looked up once: each attribute access
+    through the FFI makes a new bound-method proxy, and that is most of the Python driver's excess."""
+    set_bind_group, set_pipeline, dispatch = pass_.setBindGroup, pass_.setPipeline, pass_.dispatchWorkgroups
+    for step in steps:
+        for i, bg in enumerate(step.bind_groups):
+            if i == 0 and step.offsets is not None:
+                set_bind_group(0, bg, step._js_offsets)
+            else:
+                set_bind_group(i, bg)
+        set_pipeline(step.pipeline)
+        x, y, z = step.workgroups
+        dispatch(x, y, z)
 
 
 def _prepare_offsets(plan: Plan):
+    if plan._offsets_ready:
+        return
     for s in plan.steps:
         if s.offsets is not None and not hasattr(s, "_js_offsets"):
             s._js_offsets = _js_array(s.offsets)
+    plan._offsets_ready = True
 
 
 def _js_array(values):
@@ -121,8 +133,7 @@ def replay_python(dev, plan: Plan, mode: str, timestamps=None):
     elif mode == "one_pass":
         desc = _pass_desc(timestamps)
         p = enc.beginComputePass(desc) if desc is not None else enc.beginComputePass()
-        for s in plan.steps:
-            _encode(p, s)
+        _encode_steps(p, plan.steps)
         p.end()
     else:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")

@@ -52,3 +52,21 @@ def _register() -> None:
 
 
 _register()
+
+
+def best(dev) -> str:
+    """The plan to put forward as ours on this adapter (the compare suite's main row).
+
+    On a real GPU, the most amortized plan the adapter supports (gpu_loop needs `subgroups`).  On a
+    fallback (CPU) adapter kernel time dominates and our fused kernels, shaped for GPUs, run ~2.6× slower
+    than the per-op ones (measured: results/2026-12-02-swiftshader-amortize), so token_pass is our fastest
+    there.  The choice is by measurement on each kind of adapter, not by a rule about dispatch counts.
+    """
+    info = getattr(dev, "adapter_info", None) or {}
+    if info.get("isFallbackAdapter"):
+        return "token_pass"
+    for name in reversed(ORDER):
+        if name in ("fused", "gpu_loop") and fused.supported(dev):
+            continue  # supported() returns the reason it is NOT supported, None when it is
+        return name
+    return "op_by_op"

@@ -230,3 +230,14 @@ def test_set_tuning_validates():
             set_tuning({"fused_tuning": bad})
     set_tuning({})
     assert fused.OVERRIDES == {}
+
+
+def test_best_plan_per_adapter_kind():
+    from types import SimpleNamespace
+    from app.llm import plans
+    gpu = SimpleNamespace(adapter_info={"isFallbackAdapter": False}, features={"subgroups"})
+    no_subgroups = SimpleNamespace(adapter_info={"isFallbackAdapter": False}, features=set())
+    cpu = SimpleNamespace(adapter_info={"isFallbackAdapter": True}, features={"subgroups"})
+    assert plans.best(gpu) == "gpu_loop"
+    assert plans.best(no_subgroups) == "token_pass"
+    assert plans.best(cpu) == "token_pass"
