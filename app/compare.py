@@ -189,7 +189,8 @@ async def run(lab, params: dict) -> dict:
     sec = {"prompt": p["prompt"], "chat": p["chat"], "max_new_tokens": p["max_new"], "runs": p["runs"],
            "driver": p["driver"], "reference": f"ours/{best}", "engines": rows, "wllama": {},
            "notes": [f"ours' main row runs plan {best}: " + ("chosen with the plan parameter" if p["plan"] else
-                     "the most amortized plan in the plan registry (app.llm.plans.ORDER) this adapter supports")]}
+                     "our fastest plan on this kind of adapter (app.llm.plans.best: gpu_loop on GPUs, token_pass on "
+                     "fallback/CPU adapters, as measured)")]}
 
     # Prompt ids come from our tokenizer; the context is sized from them so every engine gets the same n_ctx.
     from app.llm import session
@@ -197,7 +198,7 @@ async def run(lab, params: dict) -> dict:
     text, ids = p["prompt"], None
     try:
         # app.llm.session keeps one model per page; a model loaded earlier (e.g. by the LLM tab) is not timed.
-        was_loaded = (params.get("model") or lab.params.get("model") or url) in getattr(session, "_CACHE", {})
+        was_loaded = session.is_loaded(lab, params.get("model"))
         t0 = _now()
         m = await session.get_model(lab, 0, params.get("model"))
         load_ms = round(_now() - t0, 1)

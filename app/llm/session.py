@@ -23,10 +23,18 @@ from .tokenizer import Tokenizer
 _CACHE: dict = {}                   # (url, tuning) → Model (one model at a time)
 
 
+def _key(lab, url: str | None, tuning: str | None) -> tuple:
+    return (url or lab.params.get("model") or DEFAULT_URL, tuning or lab.params.get("tuning") or "auto")
+
+
+def is_loaded(lab, url: str | None = None, tuning: str | None = None) -> bool:
+    """Whether get_model(lab, …, url, tuning=tuning) would reuse a model already loaded in this page."""
+    return _key(lab, url, tuning) in _CACHE
+
+
 async def get_model(lab, ctx_len: int, url: str | None = None, budget_mb=None, tuning: str | None = None) -> Model:
-    url = url or lab.params.get("model") or DEFAULT_URL
+    url, tuning = _key(lab, url, tuning)
     budget = _budget(budget_mb if budget_mb is not None else lab.params.get("gpu_budget_mb"))
-    tuning = tuning or lab.params.get("tuning") or "auto"
     if tuning not in TUNINGS:
         raise ValueError(f"unknown tuning {tuning!r}; choose one of {', '.join(TUNINGS)}")
     m = _CACHE.get((url, tuning))
