@@ -8,7 +8,7 @@ import json
 
 import js  # type: ignore
 
-from app.ui.dom import el, esc, html_table, message, on, set_html
+from app.ui.dom import add_options, el, esc, html_table, message, on, run_button, set_html
 
 _chart = None
 
@@ -45,13 +45,7 @@ def _refresh_plans() -> None:
     from app import compare
     from app.llm.model import PLANS
     compare._registry()
-    sel = el("cmp-plan")
-    have = [str(o.value) for o in sel.options]
-    for p in PLANS:
-        if p not in have:
-            opt = js.document.createElement("option")
-            opt.value = opt.textContent = p
-            sel.appendChild(opt)
+    add_options("cmp-plan", PLANS)
 
 
 def _form() -> dict:
@@ -67,28 +61,14 @@ def _stop(lab) -> None:
 
 
 async def _run_clicked(lab) -> None:
-    from app.lab import describe
-    if lab.busy:
-        set_html("cmp-message", message("error", "A run is already in progress; wait for it or press Stop."))
-        return
-    lab.busy, lab.cancel_requested = True, False
-    el("cmp-run").disabled, el("cmp-stop").disabled = True, False
-    set_html("cmp-message", message("info", "Running… each engine loads, warms up, then runs; this takes a while."))
-    lab.status("running", "Comparing…")
-    try:
+    async def body():
         section = await run(lab, _form())
         lab.section("compare", section)
         render(lab, section)
         set_html("cmp-message", message("info", "Stopped: rows not reached are marked.") if section.get("cancelled") else "")
-        lab.status("done", "Done")
-    except BaseException as e:  # noqa: BLE001 - a message, never a traceback
-        title, detail = describe(e)
-        set_html("cmp-message", message("error", f"{title}: {detail}"))
-        lab.error(title, detail)
-        lab.status("error", title)
-    finally:
-        lab.busy = False
-        el("cmp-run").disabled, el("cmp-stop").disabled = False, True
+        return section
+    await run_button(lab, "cmp", "cmp-run", "Comparing…", body,
+                     "Running… each engine loads, warms up, then runs; this takes a while.")
 
 
 async def run(lab, params: dict) -> dict:

@@ -48,3 +48,42 @@ def kv(pairs: list[tuple]) -> str:
 
 def message(kind: str, text: str) -> str:
     return f"<div class='message {kind}'>{esc(text)}</div>"
+
+
+def add_options(select_id: str, names) -> None:
+    """Append to a <select> the names it does not list yet (plans registered after the panel mounted)."""
+    sel = el(select_id)
+    have = {str(o.value) for o in sel.options}
+    for name in names:
+        if name not in have:
+            opt = js.document.createElement("option")
+            opt.value = opt.textContent = name
+            sel.appendChild(opt)
+
+
+async def run_button(lab, prefix: str, run_id: str, status_text: str, body, start_text: str = ""):
+    """What a panel's Run button does around its work: one run at a time, Run/Stop button states, the page
+    status, and any exception shown as a message in the panel (never a traceback).  body() is awaited and
+    returns the section; None is returned when it failed or another run was in progress."""
+    from app.lab import describe
+    msg_id, stop_id = f"{prefix}-message", f"{prefix}-stop"
+    if lab.busy:
+        set_html(msg_id, message("error", "A run is already in progress; wait for it or press Stop."))
+        return None
+    lab.busy, lab.cancel_requested = True, False
+    el(run_id).disabled, el(stop_id).disabled = True, False
+    set_html(msg_id, message("info", start_text) if start_text else "")
+    lab.status("running", status_text)
+    try:
+        section = await body()
+        lab.status("done", "Done")
+        return section
+    except BaseException as e:  # noqa: BLE001 - a message, never a traceback
+        title, detail = describe(e)
+        set_html(msg_id, message("error", f"{title}: {detail}"))
+        lab.error(title, detail)
+        lab.status("error", title)
+        return None
+    finally:
+        lab.busy = False
+        el(run_id).disabled, el(stop_id).disabled = False, True

@@ -1,5 +1,5 @@
 """The environment card."""
-from app.ui.dom import esc, kv, set_html, message
+from app.ui.dom import kv, set_html, message
 
 
 def render(lab) -> None:

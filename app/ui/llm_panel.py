@@ -5,9 +5,8 @@ The model stays loaded for the page session (app.llm.session), so only the first
 """
 from __future__ import annotations
 
-import js  # type: ignore
 
-from app.ui.dom import el, esc, kv, message, on, set_html
+from app.ui.dom import add_options, el, esc, kv, message, on, run_button, set_html
 
 METRICS = (("prompt_tokens", "Prompt tokens"), ("ttft_ms", "Time to first token (ms)"),
            ("decode_tok_per_s", "Decode tokens/s"), ("decode_ms_per_token", "Decode ms/token"),
@@ -51,14 +50,7 @@ def mount(lab) -> None:
 def _refresh_plans() -> None:
     """Other modules may register plans after mount (fused, gpu_loop): list them all."""
     from app.llm.suite import registered_plans
-    PLANS = registered_plans()
-    sel = el("llm-plan")
-    have = [str(o.value) for o in sel.options]
-    for p in PLANS:
-        if p not in have:
-            opt = js.document.createElement("option")
-            opt.value = opt.textContent = p
-            sel.appendChild(opt)
+    add_options("llm-plan", registered_plans())
 
 
 def _form() -> dict:
@@ -74,27 +66,12 @@ def _stop(lab) -> None:
 
 
 async def _generate(lab) -> None:
-    from app.lab import describe
-    if lab.busy:
-        set_html("llm-message", message("error", "A run is already in progress; wait for it or press Stop."))
-        return
-    lab.busy, lab.cancel_requested = True, False
-    el("llm-generate").disabled, el("llm-stop").disabled = True, False
-    set_html("llm-message", "")
-    lab.status("running", "Generating…")
-    try:
+    async def body():
         section = await run(lab, _form())
         lab.section("llm", section)
         render(lab, section)
-        lab.status("done", "Done")
-    except BaseException as e:  # noqa: BLE001 - shown as a message, never a traceback
-        title, detail = describe(e)
-        set_html("llm-message", message("error", f"{title}: {detail}"))
-        lab.error(title, detail)
-        lab.status("error", title)
-    finally:
-        lab.busy = False
-        el("llm-generate").disabled, el("llm-stop").disabled = False, True
+        return section
+    await run_button(lab, "llm", "llm-generate", "Generating…", body)
 
 
 def _progress(lab):
