@@ -28,7 +28,7 @@ The JS driver encodes the same objects from a tiny JS loop: the difference is th
 </div>
 <div id="dispatch-messages"></div>
 <div id="dispatch-summary"><p class="muted">No results yet: press Run.</p></div>
-<div class="charts">
+<div class="charts" id="dispatch-charts" hidden>
   <div class="chart-box"><canvas id="dispatch-chart-n"></canvas></div>
   <div class="chart-box"><canvas id="dispatch-chart-bars"></canvas></div>
 </div>
@@ -156,6 +156,7 @@ def render(lab, sec: dict) -> None:
         summary.append(f"<p class='muted'>Note: {esc(note)}.</p>")
     set_html("dispatch-summary", "".join(summary))
     set_html("dispatch-table", _series_table(sec) + _points_table(sec))
+    el("dispatch-charts").hidden = False  # empty chart boxes stay hidden until there is a run to draw
     dispatch_charts.total_vs_n(sec)
     dispatch_charts.cost_bars(sec)
     _compare()
