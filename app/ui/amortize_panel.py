@@ -11,7 +11,7 @@ import json
 import js  # type: ignore
 from pyodide.ffi import create_proxy  # type: ignore
 
-from app.ui.dom import el, esc, html_table, message, on, set_html
+from app.ui.dom import el, esc, html_table, message, on, refuse_start, set_html, while_busy
 
 PANEL = """
   <h2>Dispatch amortization</h2>
@@ -53,18 +53,7 @@ def mount(lab) -> None:
 
 async def run(lab, params):
     from app.bench import amortize
-    lab.busy, lab.cancel_requested = True, False
-    _buttons(True)
-    try:
-        return await amortize.run(lab, params)
-    finally:
-        lab.busy = False
-        _buttons(False)
-
-
-def _buttons(running: bool) -> None:
-    el("amortize-run").disabled = running
-    el("amortize-stop").disabled = not running
+    return await while_busy(lab, "amortize", lambda: amortize.run(lab, params))
 
 
 def _say(kind: str, text: str) -> None:
@@ -74,11 +63,8 @@ def _say(kind: str, text: str) -> None:
 async def _run(evt) -> None:
     from app import suites
     lab = _lab
-    if lab.busy:
-        return _say("info", "Another run is in progress; wait for it or press its Stop button.")
-    if lab.dev is None:
-        return _say("error", "This browser has no usable WebGPU device (see the Environment tab).")
-    js.dl.hideError()
+    if refuse_start(lab, _say):
+        return
     set_html("amortize-messages", "")
     params = {**lab.params, "prompt": str(el("amortize-prompt").value),
               "max_new_tokens": str(el("amortize-max").value), "runs": str(el("amortize-runs").value),

@@ -1,12 +1,11 @@
 """The "Dispatch cost" panel: run/stop, progress, results table, charts, export/import and comparison."""
 from __future__ import annotations
 
-import js  # type: ignore
 
 from app import report
 from app.bench import dispatch_report as DR
 from app.ui import dispatch_charts, results_io
-from app.ui.dom import el, esc, html_table, message, on, set_html
+from app.ui.dom import el, esc, html_table, message, on, refuse_start, set_html, while_busy
 
 PANEL = """
 <h2>Dispatch cost</h2>
@@ -43,13 +42,7 @@ async def run(lab, params: dict) -> dict:
     """The suite itself lives in app/bench/dispatch.py; panels are what app/suites.py registers.
     Marks the lab busy (Run disabled, Stop enabled) whoever started it: the Run button or autorun."""
     from app.bench import dispatch
-    lab.busy, lab.cancel_requested = True, False
-    _buttons(True)
-    try:
-        return await dispatch.run(lab, params)
-    finally:
-        lab.busy = False
-        _buttons(False)
+    return await while_busy(lab, "dispatch", lambda: dispatch.run(lab, params))
 
 
 def mount(lab) -> None:
@@ -69,19 +62,11 @@ def _say(kind: str, text: str) -> None:
     set_html("dispatch-messages", message(kind, text))
 
 
-def _buttons(running: bool) -> None:
-    el("dispatch-run").disabled = running
-    el("dispatch-stop").disabled = not running
-
-
 async def _run(evt) -> None:
     from app import suites
     lab = _lab
-    if lab.busy:
-        return _say("info", "Another benchmark is running; wait for it or press its Stop button.")
-    if lab.dev is None:
-        return _say("error", "This browser has no usable WebGPU device (see the Environment tab).")
-    js.dl.hideError()
+    if refuse_start(lab, _say):
+        return
     set_html("dispatch-messages", "")
     lab.status("running", "Running the dispatch benchmark…")
     try:

@@ -87,3 +87,27 @@ async def run_button(lab, prefix: str, run_id: str, status_text: str, body, star
     finally:
         lab.busy = False
         el(run_id).disabled, el(stop_id).disabled = False, True
+
+
+async def while_busy(lab, prefix: str, work):
+    """Await work() with the lab marked busy and the panel's Run disabled / Stop enabled, whoever
+    started it (its Run button or autorun).  Buttons are `<prefix>-run` and `<prefix>-stop`."""
+    lab.busy, lab.cancel_requested = True, False
+    el(f"{prefix}-run").disabled, el(f"{prefix}-stop").disabled = True, False
+    try:
+        return await work()
+    finally:
+        lab.busy = False
+        el(f"{prefix}-run").disabled, el(f"{prefix}-stop").disabled = False, True
+
+
+def refuse_start(lab, say) -> bool:
+    """True (after saying why) when a suite cannot start now: another run, or no WebGPU device."""
+    if lab.busy:
+        say("info", "Another run is in progress; wait for it or press its Stop button.")
+        return True
+    if lab.dev is None:
+        say("error", "This browser has no usable WebGPU device (see the Environment tab).")
+        return True
+    js.dl.hideError()
+    return False
