@@ -31,7 +31,7 @@ PANEL = """
   <div id="amortize-messages"></div>
   <div id="amortize-out"></div>
   <div id="amortize-iso"></div>
-  <div class="charts">
+  <div class="charts" id="amortize-charts" hidden>
     <div class="chart-box"><canvas id="amortize-chart-plans"></canvas></div>
     <div class="chart-box"><canvas id="amortize-chart-isolation"></canvas></div>
   </div>
@@ -120,6 +120,7 @@ def render(lab, sec: dict) -> None:
              + "<p class='muted'>* estimated dispatch overhead = dispatches/token × the per-dispatch cost of the plan's "
                "submission mode and driver, measured in this session with the dispatch suite's kernel, ÷ ms/token.</p>"
              + (f"<ul>{pj}</ul>" if pj else ""))
+    el("amortize-charts").hidden = False  # empty until there is a run to draw
     amortize_charts.ms_per_token(sec)
     iso = sec.get("isolation")
     if iso:

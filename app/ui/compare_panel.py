@@ -32,7 +32,7 @@ def mount(lab) -> None:
       </div>
       <div id="cmp-message"></div>
       <div id="cmp-table"></div>
-      <div class="chart-box"><canvas id="cmp-chart" height="110"></canvas></div>
+      <div class="chart-box" id="cmp-chart-box" hidden><canvas id="cmp-chart" height="110"></canvas></div>
       <ul id="cmp-notes" class="muted"></ul>""")
     on("cmp-run", "click", lambda evt: _run_clicked(lab))
     on("cmp-stop", "click", lambda evt: _stop(lab))
@@ -109,4 +109,5 @@ def _draw(section: dict) -> None:
                        "scales": {"y": {"beginAtZero": True, "title": {"display": True, "text": "decode tokens/s"}}}}}
     if _chart is not None:
         _chart.destroy()
+    el("cmp-chart-box").hidden = False  # empty until there is a run to draw
     _chart = js.Chart.new(el("cmp-chart"), js.JSON.parse(json.dumps(cfg)))
