@@ -5,12 +5,12 @@ sessions never see each other's rebuilds.  Browser tests record every request to
 """
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -114,3 +114,21 @@ def open_lab(page, server, query: str = "", timeout_s: float = 120) -> str:
 def page_text_has_no_traceback(page) -> bool:
     text = page.inner_text("body")
     return "Traceback (most recent call last)" not in text and 'File "/' not in text
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, server):
+    """One booted page per test module, with the page's test hooks (window.dlLLM, window.dlAmortize)."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    assert open_lab(page, server) == "ready"
+    page.wait_for_function("window.dlLLM !== undefined && window.dlAmortize !== undefined", timeout=30_000)
+    yield page
+    ctx.close()
+
+
+def run_kernel_raw(page, spec: dict) -> dict:
+    """Run one WGSL kernel in the page (dlLLM.runKernel); {binding: bytes} of the bindings read back."""
+    out = json.loads(page.evaluate("async (s) => await dlLLM.runKernel(s)", json.dumps(spec)))
+    assert "error" not in out, out["error"]
+    return {int(k): base64.b64decode(v) for k, v in out["outputs"].items()}

@@ -20,15 +20,6 @@ CHAT = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>
 CHAT_GREEDY = [504, 3575, 282, 4649, 314, 7042, 30, 2]   # "The capital of France is Paris.<|im_end|>"
 
 
-@pytest.fixture(scope="module")
-def lab_page(browser, server):
-    ctx = browser.new_context()
-    page = ctx.new_page()
-    assert open_lab(page, server) == "ready"
-    page.wait_for_function("window.dlAmortize !== undefined", timeout=30_000)
-    yield page
-    ctx.close()
-
 
 def check(page, name, params, timeout_s=900):
     page.set_default_timeout(timeout_s * 1000)

@@ -9,7 +9,6 @@ size is the adapter's, 4 on SwiftShader).  Error bound for dot products, as in t
 from __future__ import annotations
 
 import base64
-import json
 
 import numpy as np
 import pytest
@@ -17,29 +16,18 @@ import pytest
 from app.bench.isolation import dequant_q4_1, make_q4_1
 from app.llm import reference
 from app.llm.session import rope_table
-from conftest import open_lab
+from conftest import run_kernel_raw
 
 RNG = np.random.default_rng(11)
 EPS = 1e-5
 
-
-@pytest.fixture(scope="module")
-def lab_page(browser, server):
-    ctx = browser.new_context()
-    page = ctx.new_page()
-    assert open_lab(page, server) == "ready"
-    page.wait_for_function("window.dlLLM !== undefined", timeout=30_000)
-    yield page
-    ctx.close()
 
 
 def run_kernel(page, file, constants, buffers, workgroups, read, step=None, entry="main"):
     spec = {"file": file, "entry": entry, "constants": constants, "workgroups": list(workgroups),
             "buffers": [base64.b64encode(np.ascontiguousarray(b).tobytes()).decode() for b in buffers],
             "read": list(read), "step": step or {"pos": 0, "slot": 0}}
-    out = json.loads(page.evaluate("async (s) => await dlLLM.runKernel(s)", json.dumps(spec)))
-    assert "error" not in out, out["error"]
-    return {int(k): np.frombuffer(base64.b64decode(v), np.float32) for k, v in out["outputs"].items()}
+    return {k: np.frombuffer(v, np.float32) for k, v in run_kernel_raw(page, spec).items()}
 
 
 def q4_1(rows, cols, seed):

@@ -10,7 +10,6 @@ Quantized blocks are dequantized exactly (f16 scales, small integers), so no ext
 from __future__ import annotations
 
 import base64
-import json
 
 import numpy as np
 import pytest
@@ -18,19 +17,10 @@ import pytest
 from app.llm import reference
 from app.llm.gguf import GGML_Q4_1, GGML_Q8_0, _dequantize
 from app.llm.session import rope_table
-from conftest import open_lab
+from conftest import run_kernel_raw
 
 RNG = np.random.default_rng(7)
 
-
-@pytest.fixture(scope="module")
-def lab_page(browser, server):
-    ctx = browser.new_context()
-    page = ctx.new_page()
-    assert open_lab(page, server) == "ready"
-    page.wait_for_function("window.dlLLM !== undefined", timeout=30_000)
-    yield page
-    ctx.close()
 
 
 def b64(a) -> str:
@@ -42,9 +32,7 @@ def run_kernel(page, file, constants, buffers, workgroups, read, entry="main", s
             "workgroups": list(workgroups), "read": list(read)}
     if step:
         spec["step"] = step
-    out = json.loads(page.evaluate("async (s) => await dlLLM.runKernel(s)", json.dumps(spec)))
-    assert "error" not in out, out["error"]
-    return {int(k): base64.b64decode(v) for k, v in out["outputs"].items()}
+    return run_kernel_raw(page, spec)
 
 
 def f32(raw: bytes) -> np.ndarray:
