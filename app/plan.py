@@ -32,6 +32,8 @@ class Step:
     workgroups: tuple = (1, 1, 1)
     offsets: list | None = None     # dynamic offsets for bind group 0, or None
     label: str = ""
+    keep_state: bool = False        # one_pass: same pipeline and bind groups as the step before, so only
+                                    # dispatchWorkgroups is encoded (other modes open a pass per step and set all)
 
 
 @dataclass
@@ -40,9 +42,13 @@ class Plan:
     _js: object = None              # the JS array, built once on first JS replay
     _offsets_ready: bool = False    # dynamic offsets converted to JS arrays (first Python replay)
 
-    def add(self, pipeline, bind_groups, workgroups=(1, 1, 1), offsets=None, label=""):
+    def add(self, pipeline, bind_groups, workgroups=(1, 1, 1), offsets=None, label="", keep_state=False):
         wg = tuple(workgroups) + (1,) * (3 - len(tuple(workgroups)))
-        self.steps.append(Step(pipeline, list(bind_groups), wg, offsets, label))
+        if keep_state and (not self.steps or self.steps[-1].pipeline is not pipeline
+                           or self.steps[-1].bind_groups != list(bind_groups) or offsets is not None):
+            raise ValueError(f"step {label!r}: keep_state needs the previous step's pipeline and bind groups "
+                             "and no dynamic offsets")
+        self.steps.append(Step(pipeline, list(bind_groups), wg, offsets, label, keep_state))
         self._js, self._offsets_ready = None, False
 
     def extend(self, other: "Plan"):
@@ -61,23 +67,27 @@ class Plan:
                 "awaits": n if mode == "naive" else 1}
 
     def to_js(self):
-        """[[pipeline, [bindGroup...], x, y, z, offsets|null], ...] as one JS array (cached)."""
+        """[[pipeline, [bindGroup...], x, y, z, offsets|null, keep_state], ...] as one JS array (cached)."""
         if self._js is None:
             from pyodide.ffi import to_js  # type: ignore
-            rows = [[s.pipeline, list(s.bind_groups), *s.workgroups, s.offsets] for s in self.steps]
+            rows = [[s.pipeline, list(s.bind_groups), *s.workgroups, s.offsets, s.keep_state] for s in self.steps]
             self._js = to_js(rows)
         return self._js
 
 
 def _encode(pass_, step):
-    _encode_steps(pass_, (step,))
+    _encode_steps(pass_, (step,), False)
 
 
-def _encode_steps(pass_, steps):
+def _encode_steps(pass_, steps, one_pass=True):
     """Encode steps into one pass.  The pass's three methods are looked up once: each attribute access
     through the FFI makes a new bound-method proxy, and that is most of the Python driver's excess."""
     set_bind_group, set_pipeline, dispatch = pass_.setBindGroup, pass_.setPipeline, pass_.dispatchWorkgroups
     for step in steps:
+        if one_pass and step.keep_state:
+            x, y, z = step.workgroups
+            dispatch(x, y, z)
+            continue
         for i, bg in enumerate(step.bind_groups):
             if i == 0 and step.offsets is not None:
                 set_bind_group(0, bg, step._js_offsets)

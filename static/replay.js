@@ -1,7 +1,12 @@
 // Encode a recorded plan in one call: the JS twin of app/plan.py's replay_python.
-// steps: [[pipeline, [bindGroup, ...], x, y, z, offsets|null], ...] built once by Python.
+// steps: [[pipeline, [bindGroup, ...], x, y, z, offsets|null, keepState], ...] built once by Python.
+// keepState (one_pass only): same pipeline and bind groups as the step before, encode just the dispatch.
 // Kept deliberately tiny: the difference between this and the Python loop is the FFI cost we measure.
-function encodeStep(pass, s) {
+function encodeStep(pass, s, onePass) {
+  if (onePass && s[6]) {
+    pass.dispatchWorkgroups(s[2], s[3], s[4]);
+    return;
+  }
   const groups = s[1];
   for (let i = 0; i < groups.length; i++) {
     if (i === 0 && s[5]) pass.setBindGroup(0, groups[0], s[5]);
@@ -43,7 +48,7 @@ function replay(device, steps, mode, querySet, begin, end) {
   } else if (mode === "one_pass") {
     const desc = querySet ? {timestampWrites: {querySet, beginningOfPassWriteIndex: begin, endOfPassWriteIndex: end}} : undefined;
     const pass = enc.beginComputePass(desc);
-    for (const s of steps) encodeStep(pass, s);
+    for (const s of steps) encodeStep(pass, s, true);
     pass.end();
   } else {
     throw new Error("unknown replay mode " + mode);

@@ -6,7 +6,7 @@ sequential, one_encoder and one_pass modes, Python and JS drivers; (2) the isola
 (3) the model, every plan × driver, `runs` times round-robin (so drift hits every plan alike), same
 prompt and max tokens.  Every plan's greedy ids must equal op_by_op's.
 
-URL parameters: quick=1, prompt, chat=1, max_new_tokens, runs, k (gpu_loop), plans (comma list),
+URL parameters: quick=1, prompt, chat=1, max_new_tokens, runs, k (gpu_loop, resident), plans (comma list),
 drivers (comma list), skip_isolation=1.  The pure summary lives in app/bench/amortize_report.py.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from app.bench import isolation
 TRUE = ("1", "true", "yes", "on")
 DISPATCH_NS = (1, 16, 64, 256)
 MODE_OF = {"op_by_op": "sequential", "token_encoder": "one_encoder", "token_pass": "one_pass",
-           "fused": "one_pass", "gpu_loop": "one_pass"}
+           "fused": "one_pass", "gpu_loop": "one_pass", "resident": "one_pass"}
 
 
 def settings(params: dict) -> dict:
@@ -116,18 +116,17 @@ async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
             res = await _generate(lab, m, plan, driver, ids[-1:] if r < 0 else ids, 1 if r < 0 else cfg["max_new"], cfg)
             if r >= 0:
                 runs[(plan, driver)].append(res)
-            elif plan == "gpu_loop":
-                from app.llm.gpu_loop import warm
-                warm(m, len(ids), cfg["max_new"], cfg["k"])
+            elif getattr(PLANS[plan], "warm", None):
+                PLANS[plan].warm(m, len(ids), cfg["max_new"], cfg["k"])
     return R.plan_rows(runs, per_dispatch, MODE_OF, m.cfg.n_layers, cfg["k"], unsupported)
 
 
 async def _generate(lab, m, plan, driver, ids, max_new, cfg) -> dict:
     from app.llm.generate import check_request, generate
+    from app.llm.model import PLANS
     check_request(m, ids, max_new)
-    if plan == "gpu_loop":
-        from app.llm.gpu_loop import generate as loop_generate
-        return await loop_generate(lab, m, ids, max_new, driver, k=cfg["k"])
+    if getattr(PLANS[plan], "generate", None):             # the K-token loops (gpu_loop, resident)
+        return await PLANS[plan].generate(lab, m, ids, max_new, driver, k=cfg["k"])
     return await generate(lab, m, ids, max_new, plan, driver)
 
 
@@ -146,9 +145,11 @@ async def run(lab, params: dict) -> dict:
     sec = R.section(rows, iso, per, cfg)
     if str(params.get("profile", "")).lower() in TRUE:
         sec["kernel_profile"] = await _kernel_profile(lab, cfg)
-    from app.llm import fused
+    from app.llm import fused, resident
     if fused.OVERRIDES:
         sec["fused_tuning_overrides"] = dict(fused.OVERRIDES)
+    if resident.OVERRIDES:
+        sec["resident_tuning_overrides"] = dict(resident.OVERRIDES)
     lab.progress("amortize: done", 1.0)
     return sec
 
@@ -166,24 +167,31 @@ async def _kernel_profile(lab, cfg) -> dict:
 
 
 def set_tuning(params: dict) -> None:
-    """fused_tuning={"wg": 16, ...} (JSON) overrides the fused kernels' shapes, for tuning runs."""
+    """fused_tuning={"wg": 16, ...} and resident_tuning={"wg": 512, ...} (JSON) override the fused and
+    resident kernels' shapes, for tuning runs."""
+    from app.llm import fused, resident
+    _overrides(params.get("fused_tuning"), "fused_tuning", fused.FusedTuning, fused.OVERRIDES)
+    _overrides(params.get("resident_tuning"), "resident_tuning", resident.ResidentTuning, resident.OVERRIDES)
+
+
+def _overrides(raw, what: str, cls, target: dict) -> None:
     import dataclasses
     import json
-    from app.llm import fused
-    raw = params.get("fused_tuning")
-    fused.OVERRIDES.clear()
+    target.clear()
     if not raw:
         return
     try:
         want = json.loads(raw) if isinstance(raw, str) else dict(raw)
     except ValueError:
-        raise ValueError(f"fused_tuning must be a JSON object, got {raw!r}") from None
-    fields = {f.name for f in dataclasses.fields(fused.FusedTuning)}
+        raise ValueError(f"{what} must be a JSON object, got {raw!r}") from None
+    if not isinstance(want, dict):
+        raise ValueError(f"{what} must be a JSON object, got {raw!r}")
+    fields = {f.name for f in dataclasses.fields(cls)}
     bad = [k for k, v in want.items() if k not in fields or not isinstance(v, int) or v < 1]
     if bad:
-        raise ValueError(f"fused_tuning: {bad[0]!r} is not a tuning field with a positive whole number; "
+        raise ValueError(f"{what}: {bad[0]!r} is not a tuning field with a positive whole number; "
                          f"fields: {', '.join(sorted(fields))}")
-    fused.OVERRIDES.update(want)
+    target.update(want)
 
 
 async def self_check(lab, name: str, params: dict) -> dict:

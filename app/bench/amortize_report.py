@@ -8,7 +8,7 @@ Section shape (keys the issue asks for first, extras after):
                decode_tok_per_s, ms_per_token, generated_token_ids,
                + mode, runs, decode_tok_per_s_ci95, gpu_ms_per_token, declared_dispatches_per_token,
                  dispatch_count_ok, overhead_share, per_dispatch_us, tokens_match_op_by_op, deterministic,
-                 ttft_ms, stopped, k (gpu_loop)}]  or {plan, driver, unsupported: reason}
+                 ttft_ms, stopped, k (gpu_loop, resident)}]  or {plan, driver, unsupported: reason}
   isolation: {k, ms, slope_us, sequential_per_dispatch_us, + series, checks, gpu_ms, …}
   per_dispatch: {sequential_us, one_encoder_us, one_pass_us, by_driver, fits, source}
   config, all_tokens_identical, python_vs_js
@@ -72,7 +72,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
            "overhead_share": disp * unit / 1000.0 / ms if unit is not None and ms else None,
            "deterministic": all(r["generated_token_ids"] == first["generated_token_ids"] for r in runs),
            "ttft_ms": _median(r.get("ttft_ms") for r in runs), "stopped": first.get("stopped")}
-    if plan == "gpu_loop":
+    if plan in ("gpu_loop", "resident"):
         row["k"] = first.get("k", k)
         row["wasted_tokens"] = first.get("wasted_tokens")
     return row

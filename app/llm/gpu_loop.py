@@ -168,22 +168,48 @@ async def prefill(m, loop: Loop, ids: list[int]) -> None:
         pos += length
 
 
+class FusedLoop:
+    """How the gpu_loop plan runs a loop: the fused kernels with per-step uniforms (see the module doc).
+    app/llm/resident.py gives the same shape for the resident plan; `run` drives either."""
+    name = "gpu_loop"
+
+    async def prepare(self, m) -> None:
+        await prepare(m)
+
+    def loop(self, m, driver: str, k: int, n_blocks: int) -> "Loop":
+        return Loop(m, driver, k, n_blocks)
+
+    async def prefill(self, m, loop: "Loop", ids: list) -> None:
+        await prefill(m, loop, ids[:-1])
+        m.dev.write_buffer(m.act["tokens"], 0, np.array([ids[-1]], np.uint32))
+
+    def expected(self, m, loop: "Loop", computed: int) -> float:
+        return declared(m.cfg, True)
+
+    def expected_prefill(self, m) -> float:
+        return declared(m.cfg, False)
+
+
 async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python", on_token=None,
                    logits_out=None, k=None) -> dict:
     """Greedy generation with the GPU-resident loop; same result keys as app.llm.generate.generate."""
+    return await run(lab, m, prompt_ids, max_new, driver, on_token, k, FusedLoop())
+
+
+async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how) -> dict:
+    """The block loop shared by gpu_loop and resident: prefill, then blocks of ≤ k tokens, DEPTH in flight."""
     from .generate import check_request
     k = parse_k(lab.params.get("k") if k is None else k)
     check_request(m, prompt_ids, max_new)
-    await prepare(m)
+    await how.prepare(m)
     lengths = block_lengths(max_new, k)
-    loop = Loop(m, driver, k, len(lengths))
+    loop = how.loop(m, driver, k, len(lengths))
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
     stopped, pending, t_first = "max_new_tokens", [], None
     try:
         t0 = _now()
-        await prefill(m, loop, prompt_ids[:-1])
-        pre_dispatches = loop.dispatches
-        m.dev.write_buffer(m.act["tokens"], 0, np.array([prompt_ids[-1]], np.uint32))
+        await how.prefill(m, loop, prompt_ids)
+        pre_dispatches, pre_submits = loop.dispatches, loop.submits
         await m.dev.on_submitted_work_done()          # decode timing starts with the GPU idle
         t_dec = _now()
         pos, nxt = len(prompt_ids) - 1, 0
@@ -211,32 +237,23 @@ async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python
         gpu_ms = await loop.gpu_ms()
     finally:
         loop.destroy()
-    return _result(m, prompt_ids, out, pieces, stopped, loop, pre_dispatches, gpu_ms, t0, t_dec, t_first, t_last,
-                   driver, k)
-
-
-def _result(m, ids, out, pieces, stopped, loop, pre_dispatches, gpu_ms, t0, t_dec, t_first, t_last, driver, k):
     n, computed = len(out), max(loop.computed, 1)
     dec_ms = t_last - t_dec
     return {
-        "prompt_tokens": len(ids), "generated_token_ids": out, "text": "".join(pieces), "stopped": stopped,
+        "prompt_tokens": len(prompt_ids), "generated_token_ids": out, "text": "".join(pieces), "stopped": stopped,
         "ttft_ms": round(t_first - t0, 3),
         "decode_tok_per_s": round(n * 1000 / dec_ms, 3) if n and dec_ms > 0 else None,
         "decode_ms_per_token": round(dec_ms / n, 3) if n else None,
         "dispatches_per_token": (loop.dispatches - pre_dispatches) / computed,
-        "expected_dispatches_per_token": declared(m.cfg, True),
-        "prefill_dispatches_per_token": pre_dispatches / (len(ids) - 1) if len(ids) > 1 else None,
-        "expected_prefill_dispatches_per_token": declared(m.cfg, False),
-        "submits_per_token": (loop.submits - _prefill_submits(ids, k)) / computed,
+        "expected_dispatches_per_token": how.expected(m, loop, computed),
+        "prefill_dispatches_per_token": pre_dispatches / (len(prompt_ids) - 1) if len(prompt_ids) > 1 else None,
+        "expected_prefill_dispatches_per_token": how.expected_prefill(m),
+        "submits_per_token": (loop.submits - pre_submits) / computed,
         "readbacks_per_token": loop.readbacks / computed,
         "gpu_ms_per_token": round(sum(gpu_ms) / computed, 4) if gpu_ms else "unsupported",
         "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
                        if gpu_ms else "this adapter has no timestamp-query"),
-        "plan": "gpu_loop", "mode": "one_pass", "driver": driver, "k": k,
+        "plan": how.name, "mode": "one_pass", "driver": driver, "k": k,
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "wall_s": round((_now() - t0) / 1000, 3),
     }
-
-
-def _prefill_submits(ids: list, k: int) -> int:
-    return len(block_lengths(len(ids) - 1, k)) if len(ids) > 1 else 0

@@ -4,8 +4,9 @@ Weights stay quantized: every tensor's bytes are copied from the fetched file to
 they are (Q4_1 20-byte blocks, Q8_0 34-byte blocks, F32 norms); the WGSL kernels dequantize.
 GPU buffers (each tensor at a 256-byte aligned offset, so any tensor can be bound on its own):
   token_embd  Q8_0 embedding (also the tied output head)
-  layer.<i>   the layer's Q4_1 matrices in the order q, k, v, o, gate, up, down — q|k|v and gate|up
-              are contiguous with equal row length, so a fused kernel can bind them as ONE matrix
+  layers      every layer's Q4_1 matrices, layer by layer, in the order q, k, v, o, gate, up, down —
+              q|k|v and gate|up are contiguous with equal row length, so a fused kernel can bind them
+              as ONE matrix, and the resident plan binds the whole buffer once (layers at a fixed stride)
   norms       every F32 norm weight (attn_norm, ffn_norm per layer, output_norm)
 The sha256 is checked against manifest.json next to the model file (file → sha256); a model with no
 manifest entry is used unverified and says so.  Pure parts: weight_layout, manifest_sha256.
@@ -50,7 +51,7 @@ def weight_layout(tensors: dict, n_layers: int) -> tuple[dict, dict]:
     if OUTPUT in tensors:
         want[OUTPUT] = ("output", GGML_Q8_0)
     for i in range(n_layers):
-        want.update({tensor_name(i, p): (f"layer.{i}", GGML_Q4_1) for p in LAYER_MATRICES})
+        want.update({tensor_name(i, p): ("layers", GGML_Q4_1) for p in LAYER_MATRICES})
         want.update({tensor_name(i, p): ("norms", GGML_F32) for p in LAYER_NORMS})
     order = sorted(want, key=lambda n: (_buffer_rank(want[n][0]), _rank(n)))
     refs, sizes = {}, {}
@@ -69,10 +70,8 @@ def weight_layout(tensors: dict, n_layers: int) -> tuple[dict, dict]:
 
 
 def _buffer_rank(key: str) -> tuple:
-    """Buffers in upload order: token_embd, output, layer.0 … layer.N, norms."""
-    if key.startswith("layer."):
-        return (2, int(key.split(".")[1]))
-    return ({"token_embd": 0, "output": 1}.get(key, 3), 0)
+    """Buffers in upload order: token_embd, output, layers, norms."""
+    return ({"token_embd": 0, "output": 1, "layers": 2}.get(key, 3), 0)
 
 
 def _rank(name: str) -> tuple:

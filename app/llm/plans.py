@@ -1,5 +1,5 @@
-"""The plan registry of issue 4: adds `fused` and `gpu_loop` to app.llm.model.PLANS (importing this
-module is enough) and says, per plan, what one token costs in dispatches, submits and readbacks.
+"""The plan registry of issue 4: adds `fused`, `gpu_loop` and `resident` to app.llm.model.PLANS (importing
+this module is enough) and says, per plan, what one token costs in dispatches, submits and readbacks.
 
 | plan          | replay       | dispatches/token | submits/token            | readbacks/token |
 |---------------|--------------|------------------|--------------------------|-----------------|
@@ -8,16 +8,19 @@ module is enough) and says, per plan, what one token costs in dispatches, submit
 | token_pass    | one_pass     | 485              | 1 + 1                    | 1               |
 | fused         | one_pass     | 123              | 1 + 1                    | 1               |
 | gpu_loop (K)  | one_pass     | 123              | (1 + 1) / K              | 1 / K           |
-(SmolLM2-135M: 30 layers.)  A PlanSpec may carry two optional attributes that app/llm/generate.py
+| resident (K)  | one_pass     | 62 + 1/K         | (1 + 1) / K              | 1 / K           |
+(SmolLM2-135M: 30 layers.)  resident: 2 per layer + FINAL + head, and one argmax tail per block of K; its
+dispatches after the first of a token encode only dispatchWorkgroups (app/llm/resident.py).  A PlanSpec may carry two optional attributes that app/llm/generate.py
 honours: `prepare(model)` (async: compile extra kernels before recording) and `generate(...)` (a plan
 with its own token loop).  Pure parts: ORDER, declared_costs.
 """
 from __future__ import annotations
 
-from . import fused, gpu_loop
+from . import fused, gpu_loop, resident
 from .model import PLANS, PlanSpec, dispatch_counts
 
-ORDER = ("op_by_op", "token_encoder", "token_pass", "fused", "gpu_loop")
+ORDER = ("op_by_op", "token_encoder", "token_pass", "fused", "gpu_loop", "resident")
+LOOP_PLANS = ("gpu_loop", "resident")        # K tokens per submit: their own token loop, parameter k
 
 
 def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K) -> dict:
@@ -31,11 +34,26 @@ def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K) -> dic
         return {"dispatches_per_token": d, "submits_per_token": 2, "readbacks_per_token": 1}
     if plan == "gpu_loop":
         return {"dispatches_per_token": d, "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
+    if plan == "resident":
+        return {"dispatches_per_token": resident.expected_dispatches(n_layers, k, 1),
+                "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
     raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(ORDER)}")
 
 
-async def _gpu_loop_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None):
-    return await gpu_loop.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out)
+async def _gpu_loop_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None):
+    return await gpu_loop.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k)
+
+
+async def _resident_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None):
+    return await resident.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k)
+
+
+def _resident_record(m, slot=0, logits=True):
+    return resident.block_plan(m, 1, logits, logits)
+
+
+def _resident_declared(cfg, logits=True):
+    return resident.dispatch_count(cfg.n_layers, logits) + (1 if logits else 0)
 
 
 def _register() -> None:
@@ -47,8 +65,16 @@ def _register() -> None:
                  "fused kernels, K tokens per submit, argmax and the next token stay on the GPU, one readback per K")
     g.prepare = fused.prepare
     g.generate = _gpu_loop_generate
+    g.warm = gpu_loop.warm
+    r = PlanSpec("one_pass", _resident_record, _resident_declared,
+                 "2 dispatches per layer (attention + its output-projection slice; FFN block + its down-projection "
+                 "slice), a GPU step counter so the CPU encodes only dispatch calls, K tokens per submit")
+    r.prepare = resident.prepare
+    r.generate = _resident_generate
+    r.warm = resident.warm
     PLANS["fused"] = f
     PLANS["gpu_loop"] = g
+    PLANS["resident"] = r
 
 
 _register()
@@ -68,5 +94,7 @@ def best(dev) -> str:
     for name in reversed(ORDER):
         if name in ("fused", "gpu_loop") and fused.supported(dev):
             continue  # supported() returns the reason it is NOT supported, None when it is
+        if name == "resident" and resident.supported_why(dev.features, info):
+            continue
         return name
     return "op_by_op"

@@ -59,6 +59,27 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
     assert by["gpu_loop"]["readbacks_per_token"] == pytest.approx(2 / 4)   # 4 tokens: blocks of 3 and 1
 
 
+@pytest.mark.parametrize("driver", ["python", "js"])
+def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, driver):
+    out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": driver,
+                                    "k": 3})
+    (r,) = out["plans"]
+    assert "unsupported" not in r, r
+    assert r["generated_token_ids"] == PROMPT_GREEDY
+    assert r["dispatches_per_token"] == (62 * 4 + 2) / 4      # 2·30 + FINAL + head per token, a tail per block
+    assert r["dispatch_count_ok"] is True
+    assert r["readbacks_per_token"] == pytest.approx(2 / 4)
+
+
+@pytest.mark.parametrize("k", [1, 5, 16])
+def test_resident_k_gives_same_tokens_with_eos_inside_a_block(lab_page, k):
+    out = check(lab_page, "plans", {"prompt": CHAT, "max_new_tokens": 12, "plans": "resident", "drivers": "js",
+                                    "k": k})
+    (r,) = out["plans"]
+    assert r["generated_token_ids"] == CHAT_GREEDY     # a prompt of several blocks, EOS inside one
+    assert r["stopped"] == "eos"
+
+
 @pytest.mark.parametrize("k", [1, 3, 16])
 def test_gpu_loop_k_gives_same_tokens_with_eos_inside_a_block(lab_page, k):
     out = check(lab_page, "plans", {"prompt": CHAT, "max_new_tokens": 12, "plans": "gpu_loop", "drivers": "js",

@@ -83,7 +83,7 @@ def test_weight_layout_of_the_model(gguf, cfg):
         assert r.size == gguf.tensors[next(n for n, x in refs.items() if x is r)].nbytes
     for i in range(cfg.n_layers):  # q|k|v and gate|up contiguous: fusable into one matrix each
         q, k, v = (refs[f"blk.{i}.attn_{p}.weight"] for p in "qkv")
-        assert q.buffer == k.buffer == v.buffer == f"layer.{i}"
+        assert q.buffer == k.buffer == v.buffer == "layers"
         assert k.offset == q.offset + q.size and v.offset == k.offset + k.size
         g, u = refs[f"blk.{i}.ffn_gate.weight"], refs[f"blk.{i}.ffn_up.weight"]
         assert u.offset == g.offset + g.size

@@ -1,0 +1,281 @@
+"""The `resident` plan: all per-token state on the GPU, 2 dispatches per layer, dispatch-only encoding.
+
+Where the time went in gpu_loop (results/2026-12-02-nvidia-h200-final, profile=1): on an H200 the fused
+plan's 123 dependent dispatches cost 1.3 ms of GPU time per token, because every dependent dispatch
+pays ~5 µs of barrier and launch before it does anything, and the attention block (one workgroup per
+head, rows one subgroup round after another) took 31 µs per layer.  On the CPU each dispatch cost
+3 encoder calls (setBindGroup, setPipeline, dispatchWorkgroups).  This plan attacks all three:
+
+  * 2 dispatches per layer (wgsl/resident.wgsl): ATTN(l) = norm + Q|K|V + RoPE + KV write + attention +
+    this head's slice of the output projection, FFN(l) = residual + norm + a block of gate/up/SiLU + that
+    block's slice of the down projection.  A projection split by input columns gives partial sums that
+    the NEXT dispatch adds (fixed order) while it builds its input, so no dispatch waits on another's
+    reduction.  Per token: 2·n_layers + 1 (FINAL: the last residual) + 1 (head) = 62 for SmolLM2's 30
+    layers, plus 1 `tail` per block (the argmax of the block's last token; every other token's argmax is
+    folded into the next token's first dispatch).
+  * Dispatch-only encoding: a GPU step counter (each workgroup atomically adds 1; step = count / NWG)
+    tells a `step` dispatch which layer and phase it is, so all 61 are the same call with the same bind
+    group: one setBindGroup per pass, setPipeline only when switching to/from the head, and otherwise
+    just dispatchWorkgroups(NWG) (app.plan Step.keep_state).
+  * Matvec work items are (row, block pair): every weight load of a dispatch is issued at once instead
+    of in rounds of rows, and rmsnorm's scale is applied after the dot products.
+  * Blocks of K tokens per submit, double-buffered, one readback per block: app.llm.gpu_loop.run.
+
+The counter starts at 0 for position 0 of each generation (the CPU writes the state header and the
+prompt once); tokens[pos] is the prompt for prompt positions, else the argmax the step computed.
+Pure parts (CPython): dispatch_count, expected_dispatches, ResidentTuning, layout_constants, supported_why.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import gpu_loop
+from .gpu_loop import Loop, block_lengths
+
+KERNEL = "resident.wgsl"
+STATE_HEADER = 4                 # u32 words before tokens[]: ctr, prompt_len, ctx, pad
+OVERRIDES: dict = {}             # ResidentTuning fields to override (URL parameter resident_tuning)
+
+
+def steps_per_token(n_layers: int) -> int:
+    return 2 * n_layers + 1
+
+
+def dispatch_count(n_layers: int, logits: bool = True) -> int:
+    """Dispatches per token, without the per-block tail: the steps, plus the head when logits are needed."""
+    return steps_per_token(n_layers) + (1 if logits else 0)
+
+
+def expected_dispatches(n_layers: int, tokens: int, blocks: int) -> float:
+    """Declared dispatches per decoded token of a run: the per-token ones plus one tail per block."""
+    return (dispatch_count(n_layers, True) * tokens + blocks) / max(tokens, 1)
+
+
+@dataclass(frozen=True)
+class ResidentTuning:
+    """wg: invocations per workgroup; fb: FFN rows per FFN workgroup (NWG = ffn / fb workgroups per step);
+    head_rows: output rows per head workgroup.  GPUs: the largest workgroup whose workgroup memory fits
+    (latency: one workgroup per head, so more invocations = more loads in flight).  CPU adapters: 64."""
+    wg: int = 64
+    fb: int = 64
+    head_rows: int = 64
+
+    @classmethod
+    def for_adapter(cls, info: dict, limits: dict | None, cfg) -> "ResidentTuning":
+        cpu = bool(info.get("isFallbackAdapter")) or info.get("architecture") == "swiftshader"
+        if cpu:
+            return cls()
+        limits = limits or {}
+        cap = int(limits.get("maxComputeInvocationsPerWorkgroup") or 256)
+        mem = int(limits.get("maxComputeWorkgroupStorageSize") or 16384)
+        for wg in (1024, 512, 256, 128, 64):
+            t = cls(wg=wg)
+            if wg <= cap and t.shared_bytes(cfg) <= mem:
+                return t
+        return cls()
+
+    def prod(self, cfg) -> int:
+        pairs = cfg.d_model // 64
+        return max(self.wg, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs)
+
+    def shared_bytes(self, cfg) -> int:
+        """Workgroup memory of wgsl/resident.wgsl: xs, prod, vec_a, vec_b, red, redu, 3 broadcast words."""
+        return 4 * (cfg.d_model + self.prod(cfg) + 3 * cfg.head_dim + self.wg + 2 * (self.wg // 4) + 3)
+
+    def nwg(self, cfg) -> int:
+        return cfg.ffn // self.fb
+
+    def head_groups(self, cfg) -> int:
+        return -(-cfg.vocab // self.head_rows)
+
+    def check(self, cfg) -> None:
+        """ValueError naming the first shape this tuning cannot serve."""
+        if self.wg % 64 or self.wg < cfg.head_dim:
+            raise ValueError(f"resident: workgroup size {self.wg} must be a multiple of 64 and ≥ head_dim")
+        if self.fb % 32 or cfg.ffn % self.fb or self.fb > self.wg:
+            raise ValueError(f"resident: fb={self.fb} must be a multiple of 32 dividing ffn={cfg.ffn}, ≤ wg")
+        if self.nwg(cfg) < cfg.n_heads:
+            raise ValueError(f"resident: ffn / fb = {self.nwg(cfg)} workgroups, fewer than the {cfg.n_heads} heads")
+        if cfg.d_model % 64 or cfg.head_dim % 32 or cfg.n_heads % cfg.n_kv_heads:
+            raise ValueError("resident: needs d_model % 64 == 0, head_dim % 32 == 0 and whole query groups")
+
+
+def layout_constants(refs: dict, cfg) -> dict:
+    """Word offsets the kernel needs, from the loader's layout: every layer's matrices in the "layers"
+    buffer at one stride, norms in "norms" at one stride, a tied Q8_0 head.  ValueError otherwise."""
+    def word(name):
+        r = refs[name]
+        if r.offset % 4:
+            raise ValueError(f"resident: {name} is not word aligned")
+        return r.offset // 4
+
+    def blk(l, p):
+        return f"blk.{l}.{p}.weight"
+    if "output.weight" in refs:
+        raise ValueError("the resident plan needs the output head tied to token_embd (this model has its own)")
+    mats = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+    if any(refs[blk(l, p)].buffer != "layers" for l in range(cfg.n_layers) for p in mats):
+        raise ValueError("the resident plan needs every layer matrix in the one 'layers' buffer")
+    base = word(blk(0, "attn_q"))
+    stride = word(blk(1, "attn_q")) - base if cfg.n_layers > 1 else 0
+    nbase = word(blk(0, "attn_norm"))
+    nstride = word(blk(1, "attn_norm")) - nbase if cfg.n_layers > 1 else 0
+    rel = {p: word(blk(0, p)) - base for p in mats}
+    nrel = {p: word(blk(0, p)) - nbase for p in ("attn_norm", "ffn_norm")}
+    for l in range(cfg.n_layers):
+        for p in mats:
+            if word(blk(l, p)) != base + l * stride + rel[p]:
+                raise ValueError(f"resident: layer {l}'s {p} is not at the common layer stride")
+        for p in nrel:
+            if word(blk(l, p)) != nbase + l * nstride + nrel[p]:
+                raise ValueError(f"resident: layer {l}'s {p} is not at the common norm stride")
+    row = cfg.d_model // 32 * 5
+    if rel["attn_k"] != cfg.n_heads * cfg.head_dim * row or \
+            rel["attn_v"] != rel["attn_k"] + cfg.n_kv_heads * cfg.head_dim * row or \
+            rel["ffn_up"] != rel["ffn_gate"] + cfg.ffn * row:
+        raise ValueError("resident: q|k|v and gate|up must be back to back")
+    if base or nbase:
+        raise ValueError("resident: the first layer's q and attn_norm must start their buffers")
+    return {"L_STRIDE": stride, "OFF_O": rel["attn_output"], "OFF_GATE": rel["ffn_gate"],
+            "OFF_DOWN": rel["ffn_down"], "N_STRIDE": nstride, "NOFF_FFN": nrel["ffn_norm"],
+            "NOFF_OUT": word("output_norm.weight")}
+
+
+def supported_why(features, info: dict) -> str | None:
+    """None when the kernel can run on this adapter, else the reason."""
+    if "subgroups" not in features:
+        return "the resident kernel reduces with subgroup operations and this adapter lacks 'subgroups'"
+    if int(info.get("subgroupMinSize") or 4) < 4:
+        return "the resident kernel needs subgroups at least 4 wide"
+    return None
+
+
+def scratch_floats(cfg, t: ResidentTuning) -> int:
+    return 3 * cfg.d_model + cfg.n_heads * cfg.d_model + t.nwg(cfg) * cfg.d_model + 2 * t.head_groups(cfg)
+
+
+# ------------------------------------------------------------------------------------------ browser
+async def prepare(m) -> None:
+    """Compile the three entries of wgsl/resident.wgsl and allocate the state and scratch buffers."""
+    from app.gpu import COPY_DST, COPY_SRC, STORAGE, GPUError
+    from .kernels import load_kernel
+    c = m.cfg
+    t = dataclasses.replace(ResidentTuning.for_adapter(m.dev.adapter_info, m.dev.limits, c), **OVERRIDES)
+    why = supported_why(m.dev.features, m.dev.adapter_info)
+    if why:
+        raise GPUError(f"the resident plan is unsupported here: {why}")
+    try:
+        t.check(c)
+        consts = layout_constants(m.refs, c)
+    except ValueError as e:
+        raise GPUError(str(e)) from None
+    if t.shared_bytes(c) > int(m.dev.limits.get("maxComputeWorkgroupStorageSize") or 16384):
+        raise GPUError(f"the resident plan is unsupported here: wg={t.wg} needs {t.shared_bytes(c)} bytes of "
+                       "workgroup memory, more than this device allows")
+    if getattr(m, "resident_tuning", None) != t or "r_step" not in m.kernels:
+        for key in ("resident_state", "resident_scratch"):
+            if key in m.act:
+                m.act.pop(key).destroy()
+        m.forget_plans()
+        consts.update({"D": c.d_model, "HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads, "HEAD_DIM": c.head_dim,
+                       "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
+                       "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
+                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c)})
+        modules: dict = {}
+        for entry in ("step", "head", "tail"):
+            m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, consts, f"resident {entry}", modules)
+        m.resident_tuning = t
+    for key, size in (("resident_state", 4 * (STATE_HEADER + m.ctx + 1)),
+                      ("resident_scratch", 4 * scratch_floats(c, t))):
+        if key in m.act and m.memory.get(key) != size:
+            m.act.pop(key).destroy()
+            m.forget_plans()
+        if key not in m.act:
+            m.act[key] = await m.dev.checked(f"creating the GPU buffer {key}", m.dev.create_buffer, size,
+                                             STORAGE | COPY_SRC | COPY_DST, key)
+            m.memory[key] = size
+
+
+def _bind_group(m):
+    a = m.act
+    return m.group("r_step", f"resident@{m.ctx}", [
+        a["resident_state"], m.weights["layers"], m.weights["norms"], m.weights["token_embd"], a["rope"],
+        a["k_cache"], a["v_cache"], a["resident_scratch"]])
+
+
+def block_plan(m, length: int, logits: bool, tail: bool):
+    """`length` tokens: 2·n_layers + 1 step dispatches each, then the head (logits), then a tail."""
+    from app.plan import Plan
+    key = ("resident_block", length, logits, tail)
+    if key in m._plans:
+        return m._plans[key]
+    c, t, P = m.cfg, m.resident_tuning, Plan()
+    bg = [_bind_group(m)]
+    step, head = m.kernels["r_step"].pipeline, m.kernels["r_head"].pipeline
+    for i in range(length):
+        for s in range(steps_per_token(c.n_layers)):
+            P.add(step, bg, (t.nwg(c),), None, f"r{i}.{s}", keep_state=s > 0)
+        if logits:
+            P.add(head, bg, (t.head_groups(c),), None, f"r{i}.head")
+    if tail:
+        P.add(m.kernels["r_tail"].pipeline, bg, (1,), None, "r.tail")
+    m._plans[key] = P
+    return P
+
+
+class ResidentLoop(Loop):
+    """gpu_loop.Loop with this plan's blocks; tokens are read straight from the state buffer."""
+
+    async def decode_block(self, pos: int, length: int):
+        import js  # type: ignore
+        from app.gpu import MAP_READ
+        b = self.blocks
+        await self.replay(block_plan(self.m, length, True, True), (self.qs, 2 * b, 2 * b + 1) if self.timed else None)
+        st = self.staging[b % gpu_loop.DEPTH]
+        enc = self.dev.device.createCommandEncoder()
+        enc.copyBufferToBuffer(self.m.act["resident_state"], 4 * (STATE_HEADER + pos + 1), st, 0, 4 * length)
+        self.dev.queue.submit(js.Array.of(enc.finish()))
+        self.submits += 1
+        self.readbacks += 1
+        self.computed += length
+        self.blocks += 1
+        return st, length, st.mapAsync(MAP_READ, 0, 4 * length)
+
+
+class Resident:
+    name = "resident"
+
+    async def prepare(self, m) -> None:
+        await prepare(m)
+
+    def loop(self, m, driver: str, k: int, n_blocks: int):
+        return ResidentLoop(m, driver, k, n_blocks)
+
+    async def prefill(self, m, loop, ids: list) -> None:
+        """State header (counter 0) and the prompt, then positions 0..n-2 without the head."""
+        head = np.array([0, len(ids), m.ctx, 0, *ids], np.uint32)
+        m.dev.write_buffer(m.act["resident_state"], 0, head)
+        for length in block_lengths(len(ids) - 1, loop.k):
+            await loop.replay(block_plan(m, length, False, False))
+
+    def expected(self, m, loop, computed: int) -> float:
+        return expected_dispatches(m.cfg.n_layers, computed, loop.blocks)
+
+    def expected_prefill(self, m) -> float:
+        return dispatch_count(m.cfg.n_layers, False)
+
+
+def warm(m, prompt_len: int, max_new: int, k: int) -> None:
+    """Record and convert every block plan a run of this shape replays, before timing."""
+    for length in set(block_lengths(max_new, k)):
+        block_plan(m, length, True, True).to_js()
+    for length in set(block_lengths(prompt_len - 1, k)):
+        block_plan(m, length, False, False).to_js()
+
+
+async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python", on_token=None,
+                   logits_out=None, k=None) -> dict:
+    return await gpu_loop.run(lab, m, prompt_ids, max_new, driver, on_token, k, Resident())
