@@ -7,7 +7,8 @@ sequential, one_encoder and one_pass modes, Python and JS drivers; (2) the isola
 prompt and max tokens.  Every plan's greedy ids must equal op_by_op's.
 
 URL parameters: quick=1, prompt, chat=1, max_new_tokens, runs, k (gpu_loop, resident), plans (comma list),
-drivers (comma list), skip_isolation=1.  The pure summary lives in app/bench/amortize_report.py.
+drivers (comma list), skip_isolation=1, skip_per_dispatch=1 (tuning runs), fused_tuning / resident_tuning
+(JSON overrides of the kernels' shapes), profile=1.  The pure summary lives in app/bench/amortize_report.py.
 """
 from __future__ import annotations
 
@@ -136,7 +137,10 @@ async def run(lab, params: dict) -> dict:
         raise WebGPUUnavailable(lab.gpu_error or "WebGPU is not available in this browser.")
     cfg = settings(params)
     set_tuning(params)
-    per = await per_dispatch_costs(lab, cfg["quick"])
+    if str(params.get("skip_per_dispatch", "")).lower() in TRUE:     # tuning runs: plans only
+        per = {"skipped": "skip_per_dispatch=1: the overhead column is not estimated in this run"}
+    else:
+        per = await per_dispatch_costs(lab, cfg["quick"])
     iso = None
     if cfg["isolation"]:
         iso = await isolation.run(lab.dev, quick=cfg["quick"], per_dispatch=per,

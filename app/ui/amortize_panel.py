@@ -23,7 +23,7 @@ PANEL = """
     <label>Prompt <input id="amortize-prompt" size="32" value="The capital of France is"></label>
     <label>New tokens <input id="amortize-max" type="number" min="1" max="512" value="32"></label>
     <label>Runs <input id="amortize-runs" type="number" min="1" max="50" value="5"></label>
-    <label>K (gpu_loop) <input id="amortize-k" type="number" min="1" max="64" value="16"></label>
+    <label>K (gpu_loop, resident) <input id="amortize-k" type="number" min="1" max="64" value="16"></label>
     <label><input id="amortize-quick" type="checkbox"> quick</label>
     <button id="amortize-run" class="primary">Run amortize suite</button>
     <button id="amortize-stop" disabled>Stop</button>

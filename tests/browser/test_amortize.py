@@ -71,6 +71,17 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["readbacks_per_token"] == pytest.approx(2 / 4)
 
 
+def test_resident_attention_spans_several_chunks(lab_page):
+    """A context longer than the resident kernel's workgroup (64 invocations on CPU adapters) makes its
+    attention run several chunks with a running max and sum; the tokens must still match token_pass."""
+    prompt = " ".join(["one two three four five six seven eight nine ten"] * 8)  # 80+ tokens
+    out = check(lab_page, "plans", {"prompt": prompt, "max_new_tokens": 3, "plans": "token_pass,resident",
+                                    "drivers": "js", "k": 4, "resident_tuning": '{"wg": 64}'})
+    a, b = out["plans"]
+    assert "unsupported" not in b, b
+    assert a["generated_token_ids"] == b["generated_token_ids"] and len(b["generated_token_ids"]) == 3
+
+
 @pytest.mark.parametrize("k", [1, 5, 16])
 def test_resident_k_gives_same_tokens_with_eos_inside_a_block(lab_page, k):
     out = check(lab_page, "plans", {"prompt": CHAT, "max_new_tokens": 12, "plans": "resident", "drivers": "js",

@@ -8,7 +8,7 @@ import pytest
 
 from app import report
 from app.bench import amortize_report as R
-from app.llm import fused, gpu_loop, plans
+from app.llm import fused, gpu_loop, plans, resident
 from app.llm.kernels import STEP_STRIDE
 from app.llm.loader import WeightRef, weight_layout
 from app.llm.model import PLANS, dispatch_counts
@@ -18,11 +18,13 @@ MODEL = Path(os.environ.get("DISPATCHLAB_MODEL", Path(__file__).resolve().parent
 
 
 def test_registry_has_every_plan_with_hooks():
-    assert list(plans.ORDER) == ["op_by_op", "token_encoder", "token_pass", "fused", "gpu_loop"]
+    assert list(plans.ORDER) == ["op_by_op", "token_encoder", "token_pass", "fused", "gpu_loop", "resident"]
     assert all(p in PLANS for p in plans.ORDER)
-    assert PLANS["fused"].mode == PLANS["gpu_loop"].mode == "one_pass"
+    assert PLANS["fused"].mode == PLANS["gpu_loop"].mode == PLANS["resident"].mode == "one_pass"
     assert PLANS["fused"].prepare is fused.prepare and PLANS["gpu_loop"].prepare is fused.prepare
+    assert PLANS["resident"].prepare is resident.prepare
     assert callable(PLANS["gpu_loop"].generate) and not hasattr(PLANS["fused"], "generate")
+    assert callable(PLANS["resident"].generate) and callable(PLANS["resident"].warm)
 
 
 def test_fused_dispatch_count_meets_target():
@@ -35,7 +37,7 @@ def test_fused_dispatch_count_meets_target():
 
 @pytest.mark.parametrize("plan,want", [
     ("op_by_op", (485, 486, 1)), ("token_encoder", (485, 2, 1)), ("token_pass", (485, 2, 1)),
-    ("fused", (123, 2, 1)), ("gpu_loop", (123, 2 / 16, 1 / 16))])
+    ("fused", (123, 2, 1)), ("gpu_loop", (123, 2 / 16, 1 / 16)), ("resident", (62 + 1 / 16, 2 / 16, 1 / 16))])
 def test_declared_costs(plan, want):
     c = plans.declared_costs(plan, 30, k=16)
     assert (c["dispatches_per_token"], c["submits_per_token"], c["readbacks_per_token"]) == pytest.approx(want)
@@ -128,6 +130,77 @@ def test_tuning_per_adapter():
     assert fused.FusedTuning.for_adapter({"subgroupMinSize": 32}, {}).attn_wg == 256   # the WebGPU default limit
     small = fused.FusedTuning.for_adapter({"isFallbackAdapter": False, "subgroupMinSize": 16})
     assert small.tpr == 16 and small.head_tpr <= 16            # a row's lanes must share one subgroup
+
+
+# ------------------------------------------------------------------------------------------ resident
+def test_resident_counts():
+    assert resident.steps_per_token(30) == 61
+    assert resident.dispatch_count(30) == 62 and resident.dispatch_count(30, logits=False) == 61
+    assert resident.expected_dispatches(30, 4, 2) == (62 * 4 + 2) / 4      # blocks of 3 and 1: a tail each
+    assert PLANS["resident"].dispatches(SimpleNamespace(n_layers=30), True) == 63   # one token = one block
+
+
+def test_resident_tuning_fits_workgroup_memory():
+    cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
+    cpu = resident.ResidentTuning.for_adapter({"isFallbackAdapter": True}, {}, cfg)
+    assert (cpu.wg, cpu.nwg(cfg), cpu.head_groups(cfg)) == (64, 24, 768)
+    big = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
+                                                   "maxComputeWorkgroupStorageSize": 32768}, cfg)
+    assert big.wg == 1024 and big.shared_bytes(cfg) <= 32768
+    small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
+                                                     "maxComputeWorkgroupStorageSize": 16384}, cfg)
+    assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
+    # prod holds every matvec's items: q|k|v rows × block pairs is the largest here
+    assert big.prod(cfg) == max(1024, 3 * 64 * 9)
+    for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}):
+        with pytest.raises(ValueError, match="resident"):
+            resident.ResidentTuning(**{"wg": 1024, **bad}).check(cfg)
+    resident.ResidentTuning(wg=256, fb=96).check(cfg)
+
+
+def test_resident_supported_why():
+    assert resident.supported_why({"subgroups"}, {"subgroupMinSize": 32}) is None
+    assert "subgroups" in resident.supported_why(set(), {})
+    assert "4 wide" in resident.supported_why({"subgroups"}, {"subgroupMinSize": 2})
+
+
+def test_resident_layout_constants_of_the_real_model():
+    if not MODEL.is_file():
+        pytest.skip(f"model file not found at {MODEL}")
+    from app.llm.gguf import GGUFFile, load_config
+    g = GGUFFile(MODEL.read_bytes())
+    cfg = load_config(g)
+    refs, _ = weight_layout(g.tensors, cfg.n_layers)
+    c = resident.layout_constants(refs, cfg)
+    row = cfg.d_model // 32 * 5                     # u32 words per Q4_1 row of d_model columns
+    assert c["OFF_O"] == (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim * row
+    assert c["OFF_GATE"] == c["OFF_O"] + cfg.d_model * (cfg.n_heads * cfg.head_dim // 32 * 5)
+    assert c["OFF_DOWN"] == c["OFF_GATE"] + 2 * cfg.ffn * row
+    assert c["L_STRIDE"] * 4 == refs["blk.1.attn_q.weight"].offset
+    assert c["N_STRIDE"] == 2 * cfg.d_model and c["NOFF_FFN"] == cfg.d_model
+    assert c["NOFF_OUT"] * 4 == refs["output_norm.weight"].offset
+    moved = dict(refs)
+    r = refs["blk.2.ffn_down.weight"]
+    moved["blk.2.ffn_down.weight"] = WeightRef(r.buffer, r.offset + 256, r.size, r.shape, r.type_name, 0)
+    with pytest.raises(ValueError, match="layer 2's ffn_down"):
+        resident.layout_constants(moved, cfg)
+    untied = {**refs, "output.weight": refs["token_embd.weight"]}
+    with pytest.raises(ValueError, match="tied"):
+        resident.layout_constants(untied, cfg)
+
+
+def test_plan_keep_state_needs_the_same_state():
+    from app.plan import Plan
+    p = Plan()
+    with pytest.raises(ValueError, match="keep_state"):
+        p.add("pipe", ["bg"], (1,), keep_state=True)          # nothing before it
+    p.add("pipe", ["bg"], (4,))
+    p.add("pipe", ["bg"], (4,), keep_state=True)
+    with pytest.raises(ValueError, match="keep_state"):
+        p.add("other", ["bg"], (4,), keep_state=True)
+    with pytest.raises(ValueError, match="keep_state"):
+        p.add("pipe", ["bg"], (4,), [256], keep_state=True)   # a dynamic offset must be set per dispatch
+    assert [s.keep_state for s in p.steps] == [False, True] and p.counts("one_pass")["dispatches"] == 2
 
 
 # ------------------------------------------------------------------------------------------ gpu loop
@@ -230,6 +303,12 @@ def test_set_tuning_validates():
             set_tuning({"fused_tuning": bad})
     set_tuning({})
     assert fused.OVERRIDES == {}
+    set_tuning({"resident_tuning": '{"wg": 512}'})
+    assert resident.OVERRIDES == {"wg": 512} and fused.OVERRIDES == {}
+    with pytest.raises(ValueError, match="resident_tuning"):
+        set_tuning({"resident_tuning": '{"tpr": 2}'})
+    set_tuning({})
+    assert resident.OVERRIDES == {}
 
 
 def test_best_plan_per_adapter_kind():
@@ -238,6 +317,7 @@ def test_best_plan_per_adapter_kind():
     gpu = SimpleNamespace(adapter_info={"isFallbackAdapter": False}, features={"subgroups"})
     no_subgroups = SimpleNamespace(adapter_info={"isFallbackAdapter": False}, features=set())
     cpu = SimpleNamespace(adapter_info={"isFallbackAdapter": True}, features={"subgroups"})
-    assert plans.best(gpu) == "gpu_loop"
+    assert plans.best(gpu) == "resident"
+    assert plans.best(SimpleNamespace(adapter_info={"subgroupMinSize": 2}, features={"subgroups"})) == "gpu_loop"
     assert plans.best(no_subgroups) == "token_pass"
     assert plans.best(cpu) == "token_pass"
