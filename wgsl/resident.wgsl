@@ -31,20 +31,23 @@
 // Matrices are the GGUF bytes as stored.  Q4_1 blocks (W): 20 bytes = 5 u32 (f16 d | f16 m, then 16 bytes
 // of nibbles: weight j < 16 = low nibble of byte j, j + 16 = high nibble; w = d·q + m).  Q8_0 (E): 34-byte
 // blocks (f16 d, 32 × int8; w = d·q), read in pairs (68 bytes = 17 u32, word aligned since D % 64 = 0).
-// A matvec work item is one row × two blocks; rmsnorm's scale is applied per row after the dot
-// products, so the dots never wait for the norm's reduction.
+// A matvec work item is one row × two blocks (Q|K|V, gate|up) or one row × one block (the output and down
+// projection slices); every invocation loads the weights of its first two items of each matvec into
+// registers as soon as it knows the layer, so their memory latency overlaps the residual sums, the
+// norm and the attention.  rmsnorm's scale is applied per row after the dot products.
 //
 // Bindings (group 0):
 //   0  storage, read_write  State             st      { ctr (atomic), prompt_len, ctx, pad, tokens[ctx + 1] }
 //   1  storage, read        array<u32>        W       every layer's Q4_1 matrices: layer l at l·L_STRIDE words,
 //                                                     q|k|v at 0, o at OFF_O, gate|up at OFF_GATE, down at OFF_DOWN
-//   2  storage, read        array<f32>        nw      norms: attn_norm(l) at l·N_STRIDE, ffn_norm(l) at
+//   2  storage, read        array<vec4<f32>>  nw      norms: attn_norm(l) at l·N_STRIDE, ffn_norm(l) at
 //                                                     l·N_STRIDE + NOFF_FFN, output_norm at NOFF_OUT
 //   3  storage, read        array<u32>        E       token embedding = tied output head, Q8_0
 //   4  storage, read        array<vec2<f32>>  rope    ctx · ROPE_DIM/2 (cos, sin)
 //   5  storage, read_write  array<vec4<f32>>  kc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
-//   6  storage, read_write  array<f32>        vc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM
-//   7  storage, read_write  array<f32>        sc      X | XM | XF (D each) | PA (HEADS·D) | PF (NWG·D) | HP (2·HEAD_GROUPS)
+//   6  storage, read_write  array<vec4<f32>>  vc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
+//   7  storage, read_write  array<vec4<f32>>  sc      X | XM | XF (D each) | PA (HEADS·D) | PF (NWG·D) | HP (2·HEAD_GROUPS)
+//                                                     (floats; every region starts on a vec4)
 // Dispatch: step (NWG, 1, 1); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (multiple of 32), WG (multiple of 64, ≥ HEAD_DIM), HEAD_ROWS
@@ -74,7 +77,7 @@ override FB: u32;
 override WG: u32 = 64u;
 override HEAD_ROWS: u32 = 64u;
 override HEAD_GROUPS: u32;
-override PROD: u32;                                          // ≥ WG and ≥ every matvec's item count
+override PROD: u32;                                          // ≥ every use of prod (see ResidentTuning.prod)
 override L_STRIDE: u32;
 override OFF_O: u32;
 override OFF_GATE: u32;
@@ -85,18 +88,19 @@ override NOFF_OUT: u32;
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<u32>;
-@group(0) @binding(2) var<storage, read> nw: array<f32>;
+@group(0) @binding(2) var<storage, read> nw: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> E: array<u32>;
 @group(0) @binding(4) var<storage, read> rope: array<vec2<f32>>;
 @group(0) @binding(5) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> vc: array<f32>;
-@group(0) @binding(7) var<storage, read_write> sc: array<f32>;
+@group(0) @binding(6) var<storage, read_write> vc: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> sc: array<vec4<f32>>;
 
 const BIG: f32 = 3.4028234e38;
 
 var<workgroup> xs: array<vec4<f32>, D / 4u>;             // r ∘ norm weight (unnormalized)
 var<workgroup> prod: array<f32, PROD>;                    // per-item dot products; attention·V partials
 var<workgroup> vec_a: array<f32, 3u * HEAD_DIM>;          // q_h | k_g | v_g, then gate | up
+var<workgroup> q4: array<vec4<f32>, HEAD_DIM / 4u>;       // rotated q_h
 var<workgroup> vec_b: array<f32, WG>;                     // attention probabilities of a chunk; o_h; a
 var<workgroup> red: array<f32, WG / 4u>;                  // one partial per subgroup (subgroups ≥ 4 wide)
 var<workgroup> redu: array<u32, WG / 4u>;
@@ -104,48 +108,51 @@ var<workgroup> w_step: u32;                               // broadcast slots (wo
 var<workgroup> w_plen: u32;                               // per value so that no slot is rewritten
 var<workgroup> w_tok: u32;                                // while another invocation may still read it
 
-// Scratch offsets (floats).
+// Scratch offsets, in vec4s.
 fn o_x() -> u32 { return 0u; }
-fn o_xm() -> u32 { return D; }
-fn o_xf() -> u32 { return 2u * D; }
-fn o_pa() -> u32 { return 3u * D; }
-fn o_pf() -> u32 { return 3u * D + HEADS * D; }
-fn o_hp() -> u32 { return 3u * D + HEADS * D + NWG * D; }
+fn o_xm() -> u32 { return D / 4u; }
+fn o_xf() -> u32 { return 2u * D / 4u; }
+fn o_pa() -> u32 { return 3u * D / 4u; }
+fn o_pf() -> u32 { return (3u * D + HEADS * D) / 4u; }
+fn o_hp() -> u32 { return (3u * D + HEADS * D + NWG * D) / 4u; }
 
-// Sum / max / min over the workgroup: subgroup reduction, then the subgroups' results in a fixed order.
-fn wg_sum(v: f32, lane: u32, sid: u32, nsg: u32) -> f32 {
+// Sum / max / min over the workgroup: a subgroup reduction, the subgroups' results through workgroup
+// memory, reduced again by every subgroup (same inputs, same lanes: every subgroup gets the same value).
+fn wg_sum(v: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
     let s = subgroupAdd(v);
     if (lane == 0u) { red[sid] = s; }
     workgroupBarrier();
-    var r = red[0];
-    for (var i = 1u; i < nsg; i++) { r += red[i]; }
-    workgroupBarrier();
+    var t = 0.0;
+    for (var i = lane; i < nsg; i += sgs) { t += red[i]; }
+    let r = subgroupAdd(t);
+    workgroupBarrier();                                     // red is rewritten by the next reduction
     return r;
 }
 
-fn wg_max(v: f32, lane: u32, sid: u32, nsg: u32) -> f32 {
+fn wg_max(v: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
     let s = subgroupMax(v);
     if (lane == 0u) { red[sid] = s; }
     workgroupBarrier();
-    var r = red[0];
-    for (var i = 1u; i < nsg; i++) { r = max(r, red[i]); }
+    var t = -BIG;
+    for (var i = lane; i < nsg; i += sgs) { t = max(t, red[i]); }
+    let r = subgroupMax(t);
     workgroupBarrier();
     return r;
 }
 
-fn wg_min_u(v: u32, lane: u32, sid: u32, nsg: u32) -> u32 {
+fn wg_min_u(v: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     let s = subgroupMin(v);
     if (lane == 0u) { redu[sid] = s; }
     workgroupBarrier();
-    var r = redu[0];
-    for (var i = 1u; i < nsg; i++) { r = min(r, redu[i]); }
+    var t = 0xffffffffu;
+    for (var i = lane; i < nsg; i += sgs) { t = min(t, redu[i]); }
+    let r = subgroupMin(t);
     workgroupBarrier();
     return r;
 }
 
-// Σ over one Q4_1 block (5 words at W[base]) of w·xs, the block covering xs[xb·8 .. xb·8 + 8].
-fn q41_block(base: u32, xb: u32) -> f32 {
-    let w = vec4<u32>(W[base + 1u], W[base + 2u], W[base + 3u], W[base + 4u]);
+// Σ over one Q4_1 block (words w0 = d|m, w = nibbles) of w·xs, the block covering xs[xb·8 .. xb·8 + 8].
+fn q41_xs(w0: u32, w: vec4<u32>, xb: u32) -> f32 {
     var qx = 0.0;
     var sx = vec4<f32>(0.0);
     for (var q = 0u; q < 4u; q++) {
@@ -156,46 +163,84 @@ fn q41_block(base: u32, xb: u32) -> f32 {
             + dot(vec4<f32>((wq >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u)), xh);
         sx += xl + xh;
     }
-    let dm = unpack2x16float(W[base]);
+    let dm = unpack2x16float(w0);
     return dm.x * qx + dm.y * (sx.x + sx.y + sx.z + sx.w);
 }
 
-// Same, the vector taken from vec_b[vb·32 ..] (the short matvecs: o projection, down projection).
-fn q41_block_b(base: u32, vb: u32) -> f32 {
+// Same with the vector in vec_b[vb·32 ..] (the short matvecs: output and down projection slices).
+fn q41_vb(w0: u32, w: vec4<u32>, vb: u32) -> f32 {
     var qx = 0.0;
     var sx = 0.0;
     for (var q = 0u; q < 4u; q++) {
-        let wq = W[base + 1u + q];
         for (var j = 0u; j < 4u; j++) {
             let lo = vec_b[vb * 32u + 4u * q + j];
             let hi = vec_b[vb * 32u + 16u + 4u * q + j];
-            qx += f32((wq >> (8u * j)) & 15u) * lo + f32((wq >> (8u * j + 4u)) & 15u) * hi;
+            qx += f32((w[q] >> (8u * j)) & 15u) * lo + f32((w[q] >> (8u * j + 4u)) & 15u) * hi;
             sx += lo + hi;
         }
     }
-    let dm = unpack2x16float(W[base]);
+    let dm = unpack2x16float(w0);
     return dm.x * qx + dm.y * sx;
 }
 
-// prod[it] for items it = li, li + WG, … < rows·(D/64): item = (row r, block pair p) of the rows
-// first_row(r) of a D-column Q4_1 matrix at word offset mat.  rowsel maps local rows to matrix rows.
-fn matvec_items(li: u32, n_items: u32, row_word: array<u32, 3>, seg: u32) {
+// Long matvec (D columns): item = (local row r, block pair p); rows[part] = word offset of the part's
+// first row, part = r / seg (Q|K|V: 3 parts of HEAD_DIM rows; gate|up: 2 parts of FB rows).
+fn long_base(it: u32, rows: array<u32, 3>, seg: u32) -> u32 {
     let pairs = D / 64u;
-    for (var it = li; it < n_items; it += WG) {
-        let r = it / pairs;
-        let p = it % pairs;
-        let part = min(r / seg, 2u);
-        let rw = row_word[part] + (r % seg) * (D / 32u) * 5u;
-        prod[it] = q41_block(rw + 2u * p * 5u, 2u * p) + q41_block(rw + (2u * p + 1u) * 5u, 2u * p + 1u);
+    let r = it / pairs;
+    return rows[min(r / seg, 2u)] + (r % seg) * (D / 32u) * 5u + (it % pairs) * 10u;
+}
+
+fn long_dot(w: array<u32, 10>, it: u32) -> f32 {
+    let p = it % (D / 64u);
+    return q41_xs(w[0], vec4<u32>(w[1], w[2], w[3], w[4]), 2u * p)
+         + q41_xs(w[5], vec4<u32>(w[6], w[7], w[8], w[9]), 2u * p + 1u);
+}
+
+fn load10(base: u32) -> array<u32, 10> {
+    var w: array<u32, 10>;
+    for (var j = 0u; j < 10u; j++) { w[j] = W[base + j]; }
+    return w;
+}
+
+fn load5(base: u32) -> array<u32, 5> {
+    var w: array<u32, 5>;
+    for (var j = 0u; j < 5u; j++) { w[j] = W[base + j]; }
+    return w;
+}
+
+// Short matvec slice: item = (row r, block b) of `nb` blocks starting at block b0 of rows of `rw` words.
+fn short_base(it: u32, mat: u32, rw: u32, b0: u32, nb: u32) -> u32 {
+    return mat + (it / nb) * rw + (b0 + it % nb) * 5u;
+}
+
+// The long matvec: items li and li + WG were prefetched into pre0 / pre1, the rest load here.
+fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 10>, pre1: array<u32, 10>) {
+    if (li < n) { prod[li] = long_dot(pre0, li); }
+    if (li + WG < n) { prod[li + WG] = long_dot(pre1, li + WG); }
+    for (var it = li + 2u * WG; it < n; it += WG) { prod[it] = long_dot(load10(long_base(it, rows, seg)), it); }
+}
+
+// The short matvec into prod (one value per item); items li and li + WG prefetched.
+fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: array<u32, 5>, pre1: array<u32, 5>) {
+    if (li < n) { prod[li] = q41_vb(pre0[0], vec4<u32>(pre0[1], pre0[2], pre0[3], pre0[4]), li % nb); }
+    if (li + WG < n) {
+        prod[li + WG] = q41_vb(pre1[0], vec4<u32>(pre1[1], pre1[2], pre1[3], pre1[4]), (li + WG) % nb);
+    }
+    for (var it = li + 2u * WG; it < n; it += WG) {
+        let w = load5(short_base(it, mat, rw, b0, nb));
+        prod[it] = q41_vb(w[0], vec4<u32>(w[1], w[2], w[3], w[4]), it % nb);
     }
 }
 
-fn row_sum(r: u32) -> f32 {
-    let pairs = D / 64u;
+fn row_sum(r: u32, per: u32) -> f32 {
     var s = 0.0;
-    for (var p = 0u; p < pairs; p++) { s += prod[r * pairs + p]; }
+    for (var p = 0u; p < per; p++) { s += prod[r * per + p]; }
     return s;
 }
+
+fn sc_get(f: u32) -> f32 { return sc[f / 4u][f % 4u]; }
+fn sc_set(f: u32, v: f32) { sc[f / 4u][f % 4u] = v; }
 
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
 fn q80_pair(row: u32, p: u32) -> f32 {
@@ -224,25 +269,37 @@ fn embed_at(token: u32, i: u32) -> f32 {
 }
 
 // argmax over the head's parts HP (value, index): lowest index among equal maxima.
-fn parts_argmax(li: u32, lane: u32, sid: u32, nsg: u32) -> u32 {
+fn parts_argmax(li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     var v = -BIG;
     var idx = 0xffffffffu;
     for (var i = li; i < HEAD_GROUPS; i += WG) {
-        let pv = sc[o_hp() + 2u * i];
-        let pi = bitcast<u32>(sc[o_hp() + 2u * i + 1u]);
+        let pv = sc_get(4u * o_hp() + 2u * i);
+        let pi = bitcast<u32>(sc_get(4u * o_hp() + 2u * i + 1u));
         if (pv > v || (pv == v && pi < idx)) {
             v = pv;
             idx = pi;
         }
     }
-    let top = wg_max(v, lane, sid, nsg);
-    return wg_min_u(select(0xffffffffu, idx, v == top), lane, sid, nsg);
+    let top = wg_max(v, lane, sid, nsg, sgs);
+    return wg_min_u(select(0xffffffffu, idx, v == top), lane, sid, nsg, sgs);
 }
 
-fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32) {
+fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let g = h / (HEADS / KV_HEADS);
-    let kvd = KV_HEADS * HEAD_DIM;
+    let kvd4 = KV_HEADS * HEAD_DIM / 4u;
     let lw = l * L_STRIDE;
+    let rw = (D / 32u) * 5u;
+    let rows = array<u32, 3>(lw + h * HEAD_DIM * rw, lw + (HEADS + g) * HEAD_DIM * rw,
+                             lw + (HEADS + KV_HEADS + g) * HEAD_DIM * rw);
+    let n_qkv = 3u * HEAD_DIM * (D / 64u);
+    let ob = HEAD_DIM / 32u;                                 // blocks per row of this head's Wo slice
+    let n_o = D * ob;
+    let orw = (HEADS * HEAD_DIM / 32u) * 5u;
+    // Weights first: nothing below changes them.
+    let pq0 = load10(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM));
+    let pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
+    let po0 = load5(short_base(min(li, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
+    let po1 = load5(short_base(min(li + WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
     let ctx = st.ctx;
 
     // r = residual entering layer l; xs = r ∘ attn_norm; ss = Σ r².
@@ -255,32 +312,30 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32) {
             if (li == 0u) { w_tok = st.tokens[pos]; }
             token = workgroupUniformLoad(&w_tok);
         } else {
-            token = parts_argmax(li, lane, sid, nsg);
+            token = parts_argmax(li, lane, sid, nsg, sgs);
             if (h == 0u && li == 0u) { st.tokens[pos] = token; }
         }
     }
     var ss = 0.0;
-    for (var i = li; i < D; i += WG) {
-        var r = 0.0;
+    for (var i = li; i < D / 4u; i += WG) {
+        var r = vec4<f32>(0.0);
         if (tok_phase) {
-            r = embed_at(token, i);
+            r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
+                          embed_at(token, 4u * i + 3u));
         } else {
             r = sc[o_xm() + i];
-            for (var f = 0u; f < NWG; f++) { r += sc[o_pf() + f * D + i]; }
+            for (var f = 0u; f < NWG; f++) { r += sc[o_pf() + f * (D / 4u) + i]; }
         }
         if (h == 0u) { sc[o_x() + i] = r; }
-        ss += r * r;
-        xs[i / 4u][i % 4u] = r * nw[l * N_STRIDE + i];
+        ss += dot(r, r);
+        xs[i] = r * nw[(l * N_STRIDE) / 4u + i];
     }
-    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg) / f32(D) + EPS);   // its barrier publishes xs
+    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
 
     // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
-    let rw = (D / 32u) * 5u;
-    let rows = array<u32, 3>(lw + h * HEAD_DIM * rw, lw + (HEADS + g) * HEAD_DIM * rw,
-                             lw + (HEADS + KV_HEADS + g) * HEAD_DIM * rw);
-    matvec_items(li, 3u * HEAD_DIM * (D / 64u), rows, HEAD_DIM);
+    long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1);
     workgroupBarrier();
-    for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r) * scale; }
+    for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
     workgroupBarrier();
 
     // RoPE (NORM mode: adjacent pairs) on q_h and k_g, in place.
@@ -297,58 +352,76 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32) {
         }
     }
     workgroupBarrier();
-    let cache0 = l * ctx * kvd + g * HEAD_DIM;             // float offset of (l, position 0, group g)
-    if (h % (HEADS / KV_HEADS) == 0u && pos < ctx) {
-        for (var j = li; j < HEAD_DIM / 4u; j += WG) {
-            let k = HEAD_DIM + 4u * j;
-            kc[(cache0 + pos * kvd) / 4u + j] = vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
-        }
-        for (var dd = li; dd < HEAD_DIM; dd += WG) { vc[cache0 + pos * kvd + dd] = vec_a[2u * HEAD_DIM + dd]; }
+    let qd = HEAD_DIM / 4u;                                  // vec4s per head
+    for (var j = li; j < qd; j += WG) {
+        q4[j] = vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]);
     }
+    let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
+    if (h % (HEADS / KV_HEADS) == 0u && pos < ctx) {
+        for (var j = li; j < 2u * qd; j += WG) {
+            let k = HEAD_DIM + 4u * j;
+            let v4 = vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
+            if (j < qd) { kc[cache0 + pos * kvd4 + j] = v4; } else { vc[cache0 + pos * kvd4 + j - qd] = v4; }
+        }
+    }
+    workgroupBarrier();                                      // q4 ready
 
     // o_h = softmax(q·K / √HEAD_DIM) · V over positions 0..pos, in chunks of WG positions.
     let n = pos + 1u;
     let inv = 1.0 / sqrt(f32(HEAD_DIM));
-    let parts = WG / HEAD_DIM;                              // invocations per output dim in P·V
-    let dd = li % HEAD_DIM;
-    let tp = li / HEAD_DIM;
+    let lanes = WG / qd;                                    // position lanes of P·V (qd vec4 dims each)
+    let dq = li % qd;
+    let tp = li / qd;
     var m_run = -BIG;
     var l_run = 0.0;
-    var acc = 0.0;
+    var acc = vec4<f32>(0.0);
     for (var c0 = 0u; c0 < n; c0 += WG) {
         let t = c0 + li;
         var s = -BIG;
         if (t < n) {
-            s = 0.0;
+            var d4 = vec4<f32>(0.0);
             if (t == pos) {
-                for (var j = 0u; j < HEAD_DIM; j++) { s += vec_a[j] * vec_a[HEAD_DIM + j]; }
-            } else {
-                let k0 = (cache0 + t * kvd) / 4u;
-                for (var j = 0u; j < HEAD_DIM / 4u; j++) {
-                    s += dot(vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]),
-                             kc[k0 + j]);
+                for (var j = 0u; j < qd; j++) {
+                    d4 += q4[j] * vec4<f32>(vec_a[HEAD_DIM + 4u * j], vec_a[HEAD_DIM + 4u * j + 1u],
+                                            vec_a[HEAD_DIM + 4u * j + 2u], vec_a[HEAD_DIM + 4u * j + 3u]);
                 }
+            } else {
+                let k0 = cache0 + t * kvd4;
+                for (var j = 0u; j < qd; j++) { d4 += q4[j] * kc[k0 + j]; }
             }
-            s *= inv;
+            s = (d4.x + d4.y + d4.z + d4.w) * inv;
         }
-        let m_new = max(m_run, wg_max(s, lane, sid, nsg));
+        let m_new = max(m_run, wg_max(s, lane, sid, nsg, sgs));
         var e = 0.0;
         if (t < n) { e = exp(s - m_new); }
         vec_b[li] = e;
         let corr = exp(m_run - m_new);
-        l_run = l_run * corr + wg_sum(e, lane, sid, nsg);   // its barriers publish vec_b
+        l_run = l_run * corr + wg_sum(e, lane, sid, nsg, sgs);   // its barriers publish vec_b
         acc *= corr;
         let len = min(WG, n - c0);
-        for (var u = tp; u < len; u += parts) {
+        for (var u = tp; u < len; u += lanes) {
             let tt = c0 + u;
-            var v = vec_a[2u * HEAD_DIM + dd];
-            if (tt != pos) { v = vc[cache0 + tt * kvd + dd]; }
+            var v = vec4<f32>(vec_a[2u * HEAD_DIM + 4u * dq], vec_a[2u * HEAD_DIM + 4u * dq + 1u],
+                              vec_a[2u * HEAD_DIM + 4u * dq + 2u], vec_a[2u * HEAD_DIM + 4u * dq + 3u]);
+            if (tt != pos) { v = vc[cache0 + tt * kvd4 + dq]; }
             acc += vec_b[u] * v;
         }
         m_run = m_new;
         workgroupBarrier();                                  // vec_b is rewritten by the next chunk
     }
-    prod[li] = acc;
+    // Σ over position lanes: inside each subgroup (lanes qd apart share dims), then across subgroups.
+    var parts = lanes;
+    var slot = tp;
+    var writer = true;
+    if (sgs >= qd) {
+        for (var o = qd; o < sgs; o <<= 1u) { acc += subgroupShuffleXor(acc, o); }
+        parts = nsg;
+        slot = sid;
+        writer = lane < qd;
+    }
+    if (writer) {
+        for (var c = 0u; c < 4u; c++) { prod[slot * HEAD_DIM + 4u * dq + c] = acc[c]; }
+    }
     workgroupBarrier();
     if (li < HEAD_DIM) {
         var o = 0.0;
@@ -357,34 +430,38 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32) {
     }
     workgroupBarrier();
 
-    // PA[h] = Wo[:, h·HEAD_DIM .. +HEAD_DIM] · o_h  (HEAD_DIM / 32 blocks per row).
-    let ow = (HEADS * HEAD_DIM / 32u) * 5u;                 // words per row of Wo
-    for (var r = li; r < D; r += WG) {
-        var s = 0.0;
-        for (var b = 0u; b < HEAD_DIM / 32u; b++) {
-            s += q41_block_b(lw + OFF_O + r * ow + (h * HEAD_DIM / 32u + b) * 5u, b);
-        }
-        sc[o_pa() + h * D + r] = s;
-    }
+    // PA[h] = Wo[:, h·HEAD_DIM .. +HEAD_DIM] · o_h.
+    short_matvec(li, n_o, lw + OFF_O, orw, h * ob, ob, po0, po1);
+    workgroupBarrier();
+    for (var r = li; r < D; r += WG) { sc_set(4u * o_pa() + h * D + r, row_sum(r, ob)); }
 }
 
-fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32) {
+fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let lw = l * L_STRIDE;
-    var ss = 0.0;
-    for (var i = li; i < D; i += WG) {
-        var r = sc[o_x() + i];
-        for (var h = 0u; h < HEADS; h++) { r += sc[o_pa() + h * D + i]; }
-        if (f == 0u) { sc[o_xm() + i] = r; }
-        ss += r * r;
-        xs[i / 4u][i % 4u] = r * nw[l * N_STRIDE + NOFF_FFN + i];
-    }
-    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg) / f32(D) + EPS);
-
     let rw = (D / 32u) * 5u;
     let rows = array<u32, 3>(lw + OFF_GATE + f * FB * rw, lw + OFF_GATE + (FFN + f * FB) * rw, 0u);
-    matvec_items(li, 2u * FB * (D / 64u), rows, FB);
+    let n_gu = 2u * FB * (D / 64u);
+    let db = FB / 32u;                                       // blocks per row of this block's Wdown slice
+    let n_d = D * db;
+    let drw = (FFN / 32u) * 5u;
+    let pg0 = load10(long_base(min(li, n_gu - 1u), rows, FB));
+    let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
+    let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
+    let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
+
+    var ss = 0.0;
+    for (var i = li; i < D / 4u; i += WG) {
+        var r = sc[o_x() + i];
+        for (var h = 0u; h < HEADS; h++) { r += sc[o_pa() + h * (D / 4u) + i]; }
+        if (f == 0u) { sc[o_xm() + i] = r; }
+        ss += dot(r, r);
+        xs[i] = r * nw[(l * N_STRIDE + NOFF_FFN) / 4u + i];
+    }
+    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
+
+    long_matvec(li, n_gu, rows, FB, pg0, pg1);
     workgroupBarrier();
-    for (var r = li; r < 2u * FB; r += WG) { vec_a[r] = row_sum(r) * scale; }
+    for (var r = li; r < 2u * FB; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
     workgroupBarrier();
     for (var i = li; i < FB; i += WG) {
         let gt = vec_a[i];
@@ -392,21 +469,16 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32) {
     }
     workgroupBarrier();
 
-    // PF[f] = Wdown[:, f·FB .. +FB] · a  (FB / 32 blocks per row).
-    let dw = (FFN / 32u) * 5u;
-    for (var r = li; r < D; r += WG) {
-        var s = 0.0;
-        for (var b = 0u; b < FB / 32u; b++) {
-            s += q41_block_b(lw + OFF_DOWN + r * dw + (f * FB / 32u + b) * 5u, b);
-        }
-        sc[o_pf() + f * D + r] = s;
-    }
+    // PF[f] = Wdown[:, f·FB .. +FB] · a.
+    short_matvec(li, n_d, lw + OFF_DOWN, drw, f * db, db, pd0, pd1);
+    workgroupBarrier();
+    for (var r = li; r < D; r += WG) { sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
 }
 
 @compute @workgroup_size(WG)
 fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
-        @builtin(num_subgroups) nsg: u32) {
+        @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
     if (li == 0u) { w_step = atomicAdd(&st.ctr, 1u) / NWG; }
     let s = workgroupUniformLoad(&w_step);
     let spt = 2u * N_LAYERS + 1u;
@@ -414,30 +486,30 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let ph = s % spt;
     if (ph == 2u * N_LAYERS) {                               // FINAL
         if (wg.x == 0u) {
-            for (var i = li; i < D; i += WG) {
+            for (var i = li; i < D / 4u; i += WG) {
                 var r = sc[o_xm() + i];
-                for (var f = 0u; f < NWG; f++) { r += sc[o_pf() + f * D + i]; }
+                for (var f = 0u; f < NWG; f++) { r += sc[o_pf() + f * (D / 4u) + i]; }
                 sc[o_xf() + i] = r;
             }
         }
     } else if (ph % 2u == 0u) {
-        if (wg.x < HEADS) { attn(ph / 2u, wg.x, pos, li, lane, sid, nsg); }
+        if (wg.x < HEADS) { attn(ph / 2u, wg.x, pos, li, lane, sid, nsg, sgs); }
     } else {
-        ffn(ph / 2u, wg.x, li, lane, sid, nsg);
+        ffn(ph / 2u, wg.x, li, lane, sid, nsg, sgs);
     }
 }
 
 @compute @workgroup_size(WG)
 fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
-        @builtin(num_subgroups) nsg: u32) {
+        @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
     var ss = 0.0;
-    for (var i = li; i < D; i += WG) {
+    for (var i = li; i < D / 4u; i += WG) {
         let r = sc[o_xf() + i];
-        ss += r * r;
-        xs[i / 4u][i % 4u] = r * nw[NOFF_OUT + i];
+        ss += dot(r, r);
+        xs[i] = r * nw[NOFF_OUT / 4u + i];
     }
-    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg) / f32(D) + EPS);
+    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
     let row0 = wg.x * HEAD_ROWS;
     let pairs = D / 64u;
     for (var it = li; it < HEAD_ROWS * pairs; it += WG) {
@@ -449,25 +521,25 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var r = li; r < HEAD_ROWS; r += WG) {              // rows in increasing order: > keeps the lowest
         let row = row0 + r;
         if (row < VOCAB) {
-            let x = row_sum(r) * scale;
+            let x = row_sum(r, pairs) * scale;
             if (x > v) {                                     // false for NaN: NaN never wins
                 v = x;
                 idx = row;
             }
         }
     }
-    let top = wg_max(v, lane, sid, nsg);
-    let best = wg_min_u(select(0xffffffffu, idx, v == top), lane, sid, nsg);
+    let top = wg_max(v, lane, sid, nsg, sgs);
+    let best = wg_min_u(select(0xffffffffu, idx, v == top), lane, sid, nsg, sgs);
     if (li == 0u) {
-        sc[o_hp() + 2u * wg.x] = top;
-        sc[o_hp() + 2u * wg.x + 1u] = bitcast<f32>(best);
+        sc_set(4u * o_hp() + 2u * wg.x, top);
+        sc_set(4u * o_hp() + 2u * wg.x + 1u, bitcast<f32>(best));
     }
 }
 
 @compute @workgroup_size(WG)
 fn tail(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_id) lane: u32,
-        @builtin(subgroup_id) sid: u32, @builtin(num_subgroups) nsg: u32) {
-    let token = parts_argmax(li, lane, sid, nsg);
+        @builtin(subgroup_id) sid: u32, @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
+    let token = parts_argmax(li, lane, sid, nsg, sgs);
     if (li == 0u) {
         let pos = atomicLoad(&st.ctr) / NWG / (2u * N_LAYERS + 1u);   // tokens computed so far
         st.tokens[pos] = token;

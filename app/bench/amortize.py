@@ -162,7 +162,7 @@ async def _kernel_profile(lab, cfg) -> dict:
     """GPU ms per kernel kind for one token of each plan (timestamps between dispatches), or why not."""
     if "chromium-experimental-timestamp-query-inside-passes" not in lab.dev.features:
         return {"status": "unsupported", "reason": "adapter lacks timestamps inside passes"}
-    plans = [p for p in ("fused", "token_pass") if p in cfg["plans"]] or ["fused"]
+    plans = [p for p in ("fused", "token_pass", "resident") if p in cfg["plans"]] or ["fused"]
     try:
         from app.bench.kernel_profile import gpu_profile
         return {"status": "measured", "runs": await gpu_profile(lab, {"plans": ",".join(plans * 2)})}

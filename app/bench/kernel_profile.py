@@ -96,10 +96,17 @@ async def gpu_profile(lab, params: dict) -> dict:
         spec = PLANS[plan]
         if getattr(spec, "prepare", None):
             await spec.prepare(m)
-        p = m.plan(plan, 0, True)
-        for pos, tok in enumerate([504, 3458, 282, 4649, 314]):     # a short real prefix
-            write_step(m, tok, pos)
-            await replay(m.dev, p, "one_pass", "js")
+        prefix = [504, 3458, 282, 4649, 314]                          # a short real prefix
+        if plan == "resident":                                        # its own state: counter and prompt
+            from app.llm import resident
+            m.dev.write_buffer(m.act["resident_state"], 0, np.array([0, 6, m.ctx, 0, *prefix, 30], np.uint32))
+            await replay(m.dev, resident.block_plan(m, len(prefix), False, False), "one_pass", "js")
+            p = resident.block_plan(m, 1, True, True)
+        else:
+            p = m.plan(plan, 0, True)
+            for pos, tok in enumerate(prefix):
+                write_step(m, tok, pos)
+                await replay(m.dev, p, "one_pass", "js")
         n = len(p.steps)
         qs = m.dev.create_query_set(n + 1)
         res = m.dev.create_buffer(8 * (n + 1), QUERY_RESOLVE | COPY_SRC, "profile")
@@ -122,6 +129,9 @@ async def gpu_profile(lab, params: dict) -> dict:
         kinds = {}
         for s, dt in zip(p.steps, np.diff(t)):
             name = s.label.rpartition(".")[2] if s.label[:1].isdigit() or s.label[1:2].isdigit() else s.label
+            if plan == "resident" and name.isdigit():                 # r0.<step>: ATTN, FFN by parity, FINAL last
+                n_steps = 2 * m.cfg.n_layers
+                name = "final" if int(name) == n_steps else ("attn" if int(name) % 2 == 0 else "ffn")
             kinds[name] = kinds.get(name, 0.0) + float(dt) / 1e6
         key = f"{run}:{plan}"
         out[key] = {k: round(v, 3) for k, v in kinds.items()}

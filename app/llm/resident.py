@@ -78,12 +78,15 @@ class ResidentTuning:
         return cls()
 
     def prod(self, cfg) -> int:
+        """Floats of the kernel's `prod`: every matvec's items (Q|K|V and gate|up: rows × block pairs; the
+        Wo and Wdown slices: rows × blocks; the head: rows × pairs) and the P·V partials (4 per invocation)."""
         pairs = cfg.d_model // 64
-        return max(self.wg, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs)
+        return max(4 * self.wg, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs,
+                   cfg.d_model * cfg.head_dim // 32, cfg.d_model * self.fb // 32)
 
     def shared_bytes(self, cfg) -> int:
-        """Workgroup memory of wgsl/resident.wgsl: xs, prod, vec_a, vec_b, red, redu, 3 broadcast words."""
-        return 4 * (cfg.d_model + self.prod(cfg) + 3 * cfg.head_dim + self.wg + 2 * (self.wg // 4) + 3)
+        """Workgroup memory of wgsl/resident.wgsl: xs, prod, vec_a, q4, vec_b, red, redu, 3 broadcast words."""
+        return 4 * (cfg.d_model + self.prod(cfg) + 4 * cfg.head_dim + self.wg + 2 * (self.wg // 4) + 3)
 
     def nwg(self, cfg) -> int:
         return cfg.ffn // self.fb

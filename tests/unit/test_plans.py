@@ -150,8 +150,8 @@ def test_resident_tuning_fits_workgroup_memory():
     small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                      "maxComputeWorkgroupStorageSize": 16384}, cfg)
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
-    # prod holds every matvec's items: q|k|v rows × block pairs is the largest here
-    assert big.prod(cfg) == max(1024, 3 * 64 * 9)
+    # prod holds every matvec's items and the P·V partials (4 floats per invocation)
+    assert big.prod(cfg) == 4 * 1024 and cpu.prod(cfg) == 3 * 64 * 9
     for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}):
         with pytest.raises(ValueError, match="resident"):
             resident.ResidentTuning(**{"wg": 1024, **bad}).check(cfg)
