@@ -120,19 +120,28 @@ class Loop:
         import js  # type: ignore
         from app.gpu import MAP_READ
         b = self.blocks
-        write_steps(self.m, pos, length)
-        await self.replay(block_plan(self.m, length, True), (self.qs, 2 * b, 2 * b + 1) if self.timed else None)
-        tokens, st = self.m.act["tokens"], self.staging[b % DEPTH]
+        await self.replay(self.block(pos, length), (self.qs, 2 * b, 2 * b + 1) if self.timed else None)
+        st = self.staging[b % DEPTH]
         enc = self.dev.device.createCommandEncoder()
-        enc.copyBufferToBuffer(tokens, 4, st, 0, 4 * length)
-        enc.copyBufferToBuffer(tokens, 4 * length, self.carry, 0, 4)
-        enc.copyBufferToBuffer(self.carry, 0, tokens, 0, 4)
+        self.copy_out(enc, pos, length, st)
         self.dev.queue.submit(js.Array.of(enc.finish()))
         self.submits += 1
         self.readbacks += 1
         self.computed += length
         self.blocks += 1
         return st, length, st.mapAsync(MAP_READ, 0, 4 * length)
+
+    def block(self, pos: int, length: int):
+        """The decode block's plan (this plan: positions from the step uniforms written here)."""
+        write_steps(self.m, pos, length)
+        return block_plan(self.m, length, True)
+
+    def copy_out(self, enc, pos: int, length: int, st) -> None:
+        """Encode the block's readback into st: tokens[1..length], and tokens[length] → carry → tokens[0]."""
+        tokens = self.m.act["tokens"]
+        enc.copyBufferToBuffer(tokens, 4, st, 0, 4 * length)
+        enc.copyBufferToBuffer(tokens, 4 * length, self.carry, 0, 4)
+        enc.copyBufferToBuffer(self.carry, 0, tokens, 0, 4)
 
     async def read(self, pending) -> list[int]:
         import js  # type: ignore

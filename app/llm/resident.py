@@ -232,20 +232,11 @@ def block_plan(m, length: int, logits: bool, tail: bool):
 class ResidentLoop(Loop):
     """gpu_loop.Loop with this plan's blocks; tokens are read straight from the state buffer."""
 
-    async def decode_block(self, pos: int, length: int):
-        import js  # type: ignore
-        from app.gpu import MAP_READ
-        b = self.blocks
-        await self.replay(block_plan(self.m, length, True, True), (self.qs, 2 * b, 2 * b + 1) if self.timed else None)
-        st = self.staging[b % gpu_loop.DEPTH]
-        enc = self.dev.device.createCommandEncoder()
+    def block(self, pos: int, length: int):
+        return block_plan(self.m, length, True, True)
+
+    def copy_out(self, enc, pos: int, length: int, st) -> None:
         enc.copyBufferToBuffer(self.m.act["resident_state"], 4 * (STATE_HEADER + pos + 1), st, 0, 4 * length)
-        self.dev.queue.submit(js.Array.of(enc.finish()))
-        self.submits += 1
-        self.readbacks += 1
-        self.computed += length
-        self.blocks += 1
-        return st, length, st.mapAsync(MAP_READ, 0, 4 * length)
 
 
 class Resident:
