@@ -85,6 +85,8 @@ override OFF_DOWN: u32;
 override N_STRIDE: u32;
 override NOFF_FFN: u32;
 override NOFF_OUT: u32;
+override PSUM: u32 = 0u;                                     // 1: partial sums gathered by all invocations
+override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<u32>;
@@ -107,6 +109,11 @@ var<workgroup> redu: array<u32, WG / 4u>;
 var<workgroup> w_step: u32;                               // broadcast slots (workgroupUniformLoad), one
 var<workgroup> w_plen: u32;                               // per value so that no slot is rewritten
 var<workgroup> w_tok: u32;                                // while another invocation may still read it
+
+// Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
+// 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
+// phase, 128 every FFN phase, 256 the head (its parts name token 300), 512 FINAL.
+fn skip(bit: u32) -> bool { return (SKIP & bit) != 0u; }
 
 // Scratch offsets, in vec4s.
 fn o_x() -> u32 { return 0u; }
@@ -242,6 +249,43 @@ fn row_sum(r: u32, per: u32) -> f32 {
 fn sc_get(f: u32) -> f32 { return sc[f / 4u][f % 4u]; }
 fn sc_set(f: u32, v: f32) { sc[f / 4u][f % 4u] = v; }
 
+// Σ of `np` partial vectors (D floats each, from vec4 `pb` of sc) for vec4 column i < D/4.  PSUM = 0: the
+// invocation of column i reads all np itself.  PSUM = 1: gather() first spreads the reads over groups of
+// D/4 invocations (group g sums partials g, g + groups, …) into prod, so each invocation has at most
+// ceil(np / groups) loads in flight one after another instead of np; partials() then adds the groups.
+fn psum_groups(np: u32) -> u32 { return max(1u, min(WG / (D / 4u), np)); }
+
+fn gather(li: u32, pb: u32, np: u32) {
+    let d4 = D / 4u;
+    let ng = psum_groups(np);
+    for (var e = li; e < ng * d4; e += WG) {                // one pass unless WG < D/4
+        let c = e % d4;
+        var t = vec4<f32>(0.0);
+        for (var f = e / d4; f < np; f += ng) { t += sc[pb + f * d4 + c]; }
+        for (var j = 0u; j < 4u; j++) { prod[4u * e + j] = t[j]; }
+    }
+    workgroupBarrier();
+}
+
+fn partials(i: u32, pb: u32, np: u32) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    if (skip(1u)) { return r; }
+    let d4 = D / 4u;
+    if (PSUM != 0u) {
+        for (var g = 0u; g < psum_groups(np); g++) {
+            let k = 4u * (g * d4 + i);
+            r += vec4<f32>(prod[k], prod[k + 1u], prod[k + 2u], prod[k + 3u]);
+        }
+    } else {
+        for (var f = 0u; f < np; f++) { r += sc[pb + f * d4 + i]; }
+    }
+    return r;
+}
+
+fn gather_if(li: u32, pb: u32, np: u32) {
+    if (PSUM != 0u && !skip(1u)) { gather(li, pb, np); }
+}
+
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
 fn q80_pair(row: u32, p: u32) -> f32 {
     let b = (row * (D / 64u) + p) * 17u;
@@ -316,6 +360,7 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
             if (h == 0u && li == 0u) { st.tokens[pos] = token; }
         }
     }
+    if (!tok_phase) { gather_if(li, o_pf(), NWG); }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
@@ -323,8 +368,7 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
                           embed_at(token, 4u * i + 3u));
         } else {
-            r = sc[o_xm() + i];
-            for (var f = 0u; f < NWG; f++) { r += sc[o_pf() + f * (D / 4u) + i]; }
+            r = sc[o_xm() + i] + partials(i, o_pf(), NWG);
         }
         if (h == 0u) { sc[o_x() + i] = r; }
         ss += dot(r, r);
@@ -333,7 +377,7 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
 
     // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
-    long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1);
+    if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1); }
     workgroupBarrier();
     for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
     workgroupBarrier();
@@ -375,7 +419,8 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     var m_run = -BIG;
     var l_run = 0.0;
     var acc = vec4<f32>(0.0);
-    for (var c0 = 0u; c0 < n; c0 += WG) {
+    if (skip(4u)) { l_run = 1.0; }
+    for (var c0 = 0u; c0 < select(n, 0u, skip(4u)); c0 += WG) {
         let t = c0 + li;
         var s = -BIG;
         if (t < n) {
@@ -431,7 +476,7 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     workgroupBarrier();
 
     // PA[h] = Wo[:, h·HEAD_DIM .. +HEAD_DIM] · o_h.
-    short_matvec(li, n_o, lw + OFF_O, orw, h * ob, ob, po0, po1);
+    if (!skip(8u)) { short_matvec(li, n_o, lw + OFF_O, orw, h * ob, ob, po0, po1); }
     workgroupBarrier();
     for (var r = li; r < D; r += WG) { sc_set(4u * o_pa() + h * D + r, row_sum(r, ob)); }
 }
@@ -449,17 +494,17 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
     let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
 
+    gather_if(li, o_pa(), HEADS);
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
-        var r = sc[o_x() + i];
-        for (var h = 0u; h < HEADS; h++) { r += sc[o_pa() + h * (D / 4u) + i]; }
+        let r = sc[o_x() + i] + partials(i, o_pa(), HEADS);
         if (f == 0u) { sc[o_xm() + i] = r; }
         ss += dot(r, r);
         xs[i] = r * nw[(l * N_STRIDE + NOFF_FFN) / 4u + i];
     }
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
 
-    long_matvec(li, n_gu, rows, FB, pg0, pg1);
+    if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1); }
     workgroupBarrier();
     for (var r = li; r < 2u * FB; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
     workgroupBarrier();
@@ -470,7 +515,7 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     workgroupBarrier();
 
     // PF[f] = Wdown[:, f·FB .. +FB] · a.
-    short_matvec(li, n_d, lw + OFF_DOWN, drw, f * db, db, pd0, pd1);
+    if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, f * db, db, pd0, pd1); }
     workgroupBarrier();
     for (var r = li; r < D; r += WG) { sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
 }
@@ -485,16 +530,13 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let pos = s / spt;
     let ph = s % spt;
     if (ph == 2u * N_LAYERS) {                               // FINAL
-        if (wg.x == 0u) {
-            for (var i = li; i < D / 4u; i += WG) {
-                var r = sc[o_xm() + i];
-                for (var f = 0u; f < NWG; f++) { r += sc[o_pf() + f * (D / 4u) + i]; }
-                sc[o_xf() + i] = r;
-            }
+        if (wg.x == 0u && !skip(512u)) {
+            gather_if(li, o_pf(), NWG);
+            for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, o_pf(), NWG); }
         }
     } else if (ph % 2u == 0u) {
-        if (wg.x < HEADS) { attn(ph / 2u, wg.x, pos, li, lane, sid, nsg, sgs); }
-    } else {
+        if (wg.x < HEADS && !skip(64u)) { attn(ph / 2u, wg.x, pos, li, lane, sid, nsg, sgs); }
+    } else if (!skip(128u)) {
         ffn(ph / 2u, wg.x, li, lane, sid, nsg, sgs);
     }
 }
@@ -503,6 +545,13 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
         @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
+    if (skip(256u)) {
+        if (li == 0u) {
+            sc_set(4u * o_hp() + 2u * wg.x, 0.0);
+            sc_set(4u * o_hp() + 2u * wg.x + 1u, bitcast<f32>(300u));
+        }
+        return;
+    }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
         let r = sc[o_xf() + i];

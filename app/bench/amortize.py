@@ -190,11 +190,12 @@ def _overrides(raw, what: str, cls, target: dict) -> None:
         raise ValueError(f"{what} must be a JSON object, got {raw!r}") from None
     if not isinstance(want, dict):
         raise ValueError(f"{what} must be a JSON object, got {raw!r}")
-    fields = {f.name for f in dataclasses.fields(cls)}
-    bad = [k for k, v in want.items() if k not in fields or not isinstance(v, int) or v < 1]
+    low = {f.name: 0 if f.default == 0 else 1 for f in dataclasses.fields(cls)}    # 0 only where it is the default
+    bad = [k for k, v in want.items()
+           if k not in low or not isinstance(v, int) or isinstance(v, bool) or v < low[k]]
     if bad:
-        raise ValueError(f"{what}: {bad[0]!r} is not a tuning field with a positive whole number; "
-                         f"fields: {', '.join(sorted(fields))}")
+        raise ValueError(f"{what}: {bad[0]!r} is not a tuning field with a whole number (≥ 1 unless its default "
+                         f"is 0); fields: {', '.join(sorted(low))}")
     target.update(want)
 
 

@@ -57,11 +57,17 @@ def expected_dispatches(n_layers: int, tokens: int, blocks: int) -> float:
 @dataclass(frozen=True)
 class ResidentTuning:
     """wg: invocations per workgroup; fb: FFN rows per FFN workgroup (NWG = ffn / fb workgroups per step);
-    head_rows: output rows per head workgroup.  GPUs: the largest workgroup whose workgroup memory fits
-    (latency: one workgroup per head, so more invocations = more loads in flight).  CPU adapters: 64."""
+    head_rows: output rows per head workgroup; head_wg: the head's workgroup size (0: wg); psum: 1 gathers
+    the residual's partial sums with all invocations (the kernel's PSUM); skip: the kernel's ablation
+    bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it).
+    GPUs: the largest workgroup whose workgroup memory fits (latency: one workgroup per head, so more
+    invocations = more loads in flight).  CPU adapters: 64."""
     wg: int = 64
     fb: int = 64
     head_rows: int = 64
+    head_wg: int = 0
+    psum: int = 0
+    skip: int = 0
 
     @classmethod
     def for_adapter(cls, info: dict, limits: dict | None, cfg) -> "ResidentTuning":
@@ -79,9 +85,10 @@ class ResidentTuning:
 
     def prod(self, cfg) -> int:
         """Floats of the kernel's `prod`: every matvec's items (Q|K|V and gate|up: rows × block pairs; the
-        Wo and Wdown slices: rows × blocks; the head: rows × pairs) and the P·V partials (4 per invocation)."""
+        Wo and Wdown slices: rows × blocks; the head: rows × pairs), the P·V partials (4 per invocation) and
+        the gathered partial sums (psum: ≤ max(wg, d_model / 4) vec4s)."""
         pairs = cfg.d_model // 64
-        return max(4 * self.wg, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs,
+        return max(4 * self.wg, cfg.d_model, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs,
                    cfg.d_model * cfg.head_dim // 32, cfg.d_model * self.fb // 32)
 
     def shared_bytes(self, cfg) -> int:
@@ -94,8 +101,15 @@ class ResidentTuning:
     def head_groups(self, cfg) -> int:
         return -(-cfg.vocab // self.head_rows)
 
+    def head_size(self) -> int:
+        return self.head_wg or self.wg
+
     def check(self, cfg) -> None:
         """ValueError naming the first shape this tuning cannot serve."""
+        if self.fb < 32 or self.head_rows < 1 or self.psum not in (0, 1) or not 0 <= self.skip < 1024:
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, psum 0 or 1, skip < 1024)")
+        if self.head_size() % 64 or self.head_size() > self.wg:
+            raise ValueError(f"resident: head_wg {self.head_wg} must be a multiple of 64 and ≤ wg")
         if self.wg % 64 or self.wg < cfg.head_dim:
             raise ValueError(f"resident: workgroup size {self.wg} must be a multiple of 64 and ≥ head_dim")
         if self.fb % 32 or cfg.ffn % self.fb or self.fb > self.wg:
@@ -186,10 +200,11 @@ async def prepare(m) -> None:
         consts.update({"D": c.d_model, "HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads, "HEAD_DIM": c.head_dim,
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
-                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c)})
+                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "PSUM": t.psum, "SKIP": t.skip})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
-            m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, consts, f"resident {entry}", modules)
+            own = {**consts, "WG": t.head_size()} if entry == "head" else consts
+            m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, own, f"resident {entry}", modules)
         m.resident_tuning = t
     for key, size in (("resident_state", 4 * (STATE_HEADER + m.ctx + 1)),
                       ("resident_scratch", 4 * scratch_floats(c, t))):

@@ -82,6 +82,26 @@ def test_resident_attention_spans_several_chunks(lab_page):
     assert a["generated_token_ids"] == b["generated_token_ids"] and len(b["generated_token_ids"]) == 3
 
 
+def test_resident_tuning_variants_give_reference_tokens(lab_page):
+    """The H200 tuning knobs must not change the tokens: partial sums gathered by all invocations (psum),
+    a head workgroup smaller than the step's, fewer rows per head workgroup."""
+    tuning = '{"wg": 128, "head_wg": 64, "head_rows": 32, "psum": 1}'
+    out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
+                                    "k": 3, "resident_tuning": tuning})
+    (r,) = out["plans"]
+    assert "unsupported" not in r, r
+    assert r["generated_token_ids"] == PROMPT_GREEDY
+
+
+def test_resident_ablation_skips_the_work(lab_page):
+    """skip (timing runs only) really removes work: with every phase but ATTN's token pick skipped (all bits
+    but 64), the head's parts name token 300, so that is what comes out, every time."""
+    out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 3, "plans": "resident", "drivers": "js",
+                                    "k": 2, "resident_tuning": '{"skip": 959}'})
+    (r,) = out["plans"]
+    assert r["generated_token_ids"] == [300, 300, 300]
+
+
 @pytest.mark.parametrize("k", [1, 5, 16])
 def test_resident_k_gives_same_tokens_with_eos_inside_a_block(lab_page, k):
     out = check(lab_page, "plans", {"prompt": CHAT, "max_new_tokens": 12, "plans": "resident", "drivers": "js",
