@@ -85,7 +85,6 @@ override OFF_DOWN: u32;
 override N_STRIDE: u32;
 override NOFF_FFN: u32;
 override NOFF_OUT: u32;
-override PSUM: u32 = 0u;                                     // 1: partial sums gathered by all invocations
 override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -99,11 +98,11 @@ override SKIP: u32 = 0u;                                     // ablation bitmask
 
 const BIG: f32 = 3.4028234e38;
 
-var<workgroup> xs: array<vec4<f32>, D / 4u>;             // r ∘ norm weight (unnormalized)
+var<workgroup> xs: array<vec4<f32>, D / 4u + D / 64u>;   // r ∘ norm weight (unnormalized), padded: see xs_at
 var<workgroup> prod: array<f32, PROD>;                    // per-item dot products; attention·V partials
 var<workgroup> vec_a: array<f32, 3u * HEAD_DIM>;          // q_h | k_g | v_g, then gate | up
 var<workgroup> q4: array<vec4<f32>, HEAD_DIM / 4u>;       // rotated q_h
-var<workgroup> vec_b: array<f32, WG>;                     // attention probabilities of a chunk; o_h; a
+var<workgroup> vec_b: array<f32, WG + WG / 32u>;          // attention probabilities of a chunk; o_h, a (padded: vb_at)
 var<workgroup> red: array<f32, WG / 4u>;                  // one partial per subgroup (subgroups ≥ 4 wide)
 var<workgroup> redu: array<u32, WG / 4u>;
 var<workgroup> w_step: u32;                               // broadcast slots (workgroupUniformLoad), one
@@ -114,6 +113,13 @@ var<workgroup> w_tok: u32;                                // while another invoc
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
 // phase, 128 every FFN phase, 256 the head (its parts name token 300), 512 FINAL.
 fn skip(bit: u32) -> bool { return (SKIP & bit) != 0u; }
+
+// Workgroup-memory layouts without bank conflicts.  A matvec item's block pair is p = item % (D/64), so
+// neighbouring invocations read neighbouring pairs: 16 vec4s apart in a plain layout, which is the same
+// banks for every lane (an 8-way conflict on every vec4 read; measured on the H200 as 15 of the 31 µs of an
+// ATTN step).  One vec4 of padding per pair (xs) and one float per 32 (vec_b) spreads them over the banks.
+fn xs_at(v: u32) -> u32 { return v + v / 16u; }
+fn vb_at(i: u32) -> u32 { return i + i / 32u; }
 
 // Scratch offsets, in vec4s.
 fn o_x() -> u32 { return 0u; }
@@ -163,8 +169,8 @@ fn q41_xs(w0: u32, w: vec4<u32>, xb: u32) -> f32 {
     var qx = 0.0;
     var sx = vec4<f32>(0.0);
     for (var q = 0u; q < 4u; q++) {
-        let xl = xs[xb * 8u + q];
-        let xh = xs[xb * 8u + 4u + q];
+        let xl = xs[xs_at(xb * 8u + q)];
+        let xh = xs[xs_at(xb * 8u + 4u + q)];
         let wq = vec4<u32>(w[q]);
         qx += dot(vec4<f32>((wq >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u)), xl)
             + dot(vec4<f32>((wq >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u)), xh);
@@ -180,8 +186,8 @@ fn q41_vb(w0: u32, w: vec4<u32>, vb: u32) -> f32 {
     var sx = 0.0;
     for (var q = 0u; q < 4u; q++) {
         for (var j = 0u; j < 4u; j++) {
-            let lo = vec_b[vb * 32u + 4u * q + j];
-            let hi = vec_b[vb * 32u + 16u + 4u * q + j];
+            let lo = vec_b[vb * 33u + 4u * q + j];             // vb_at(vb·32 + …)
+            let hi = vec_b[vb * 33u + 16u + 4u * q + j];
             qx += f32((w[q] >> (8u * j)) & 15u) * lo + f32((w[q] >> (8u * j + 4u)) & 15u) * hi;
             sx += lo + hi;
         }
@@ -249,41 +255,38 @@ fn row_sum(r: u32, per: u32) -> f32 {
 fn sc_get(f: u32) -> f32 { return sc[f / 4u][f % 4u]; }
 fn sc_set(f: u32, v: f32) { sc[f / 4u][f % 4u] = v; }
 
-// Σ of `np` partial vectors (D floats each, from vec4 `pb` of sc) for vec4 column i < D/4.  PSUM = 0: the
-// invocation of column i reads all np itself.  PSUM = 1: gather() first spreads the reads over groups of
-// D/4 invocations (group g sums partials g, g + groups, …) into prod, so each invocation has at most
-// ceil(np / groups) loads in flight one after another instead of np; partials() then adds the groups.
+// Σ of `np` partial vectors (D floats each, from vec4 `pb` of sc) for vec4 column i < D/4.  gather() spreads
+// the reads over groups of D/4 invocations (group g sums partials g, g + groups, …, a fixed number of
+// predicated loads that can all be in flight at once) into prod; partials() then adds the groups.
+// (Measured on the H200: one invocation per column summing all 48 FFN partials itself was slower.)
 fn psum_groups(np: u32) -> u32 { return max(1u, min(WG / (D / 4u), np)); }
 
 fn gather(li: u32, pb: u32, np: u32) {
+    if (skip(1u)) { return; }
     let d4 = D / 4u;
     let ng = psum_groups(np);
+    let per = (np + ng - 1u) / ng;
     for (var e = li; e < ng * d4; e += WG) {                // one pass unless WG < D/4
         let c = e % d4;
+        let g = e / d4;
         var t = vec4<f32>(0.0);
-        for (var f = e / d4; f < np; f += ng) { t += sc[pb + f * d4 + c]; }
+        for (var k = 0u; k < per; k++) {
+            let f = g + k * ng;
+            if (f < np) { t += sc[pb + f * d4 + c]; }
+        }
         for (var j = 0u; j < 4u; j++) { prod[4u * e + j] = t[j]; }
     }
     workgroupBarrier();
 }
 
-fn partials(i: u32, pb: u32, np: u32) -> vec4<f32> {
+fn partials(i: u32, np: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     if (skip(1u)) { return r; }
-    let d4 = D / 4u;
-    if (PSUM != 0u) {
-        for (var g = 0u; g < psum_groups(np); g++) {
-            let k = 4u * (g * d4 + i);
-            r += vec4<f32>(prod[k], prod[k + 1u], prod[k + 2u], prod[k + 3u]);
-        }
-    } else {
-        for (var f = 0u; f < np; f++) { r += sc[pb + f * d4 + i]; }
+    for (var g = 0u; g < psum_groups(np); g++) {
+        let k = 4u * (g * (D / 4u) + i);
+        r += vec4<f32>(prod[k], prod[k + 1u], prod[k + 2u], prod[k + 3u]);
     }
     return r;
-}
-
-fn gather_if(li: u32, pb: u32, np: u32) {
-    if (PSUM != 0u && !skip(1u)) { gather(li, pb, np); }
 }
 
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
@@ -296,8 +299,8 @@ fn q80_pair(row: u32, p: u32) -> f32 {
         let hi = E[b + i + 1u];
         let q0 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>((lo >> 16u) | (hi << 16u)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
         let q1 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(E[b + 9u + i]) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
-        s0 += dot(q0, xs[p * 16u + i]);
-        s1 += dot(q1, xs[p * 16u + 8u + i]);
+        s0 += dot(q0, xs[xs_at(p * 16u + i)]);
+        s1 += dot(q1, xs[xs_at(p * 16u + 8u + i)]);
         lo = hi;
     }
     return unpack2x16float(E[b]).x * s0 + unpack2x16float(E[b + 8u]).y * s1;
@@ -360,7 +363,7 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
             if (h == 0u && li == 0u) { st.tokens[pos] = token; }
         }
     }
-    if (!tok_phase) { gather_if(li, o_pf(), NWG); }
+    if (!tok_phase) { gather(li, o_pf(), NWG); }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
@@ -368,11 +371,11 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
                           embed_at(token, 4u * i + 3u));
         } else {
-            r = sc[o_xm() + i] + partials(i, o_pf(), NWG);
+            r = sc[o_xm() + i] + partials(i, NWG);
         }
         if (h == 0u) { sc[o_x() + i] = r; }
         ss += dot(r, r);
-        xs[i] = r * nw[(l * N_STRIDE) / 4u + i];
+        xs[xs_at(i)] = r * nw[(l * N_STRIDE) / 4u + i];
     }
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
 
@@ -444,12 +447,15 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
         l_run = l_run * corr + wg_sum(e, lane, sid, nsg, sgs);   // its barriers publish vec_b
         acc *= corr;
         let len = min(WG, n - c0);
-        for (var u = tp; u < len; u += lanes) {
-            let tt = c0 + u;
-            var v = vec4<f32>(vec_a[2u * HEAD_DIM + 4u * dq], vec_a[2u * HEAD_DIM + 4u * dq + 1u],
-                              vec_a[2u * HEAD_DIM + 4u * dq + 2u], vec_a[2u * HEAD_DIM + 4u * dq + 3u]);
-            if (tt != pos) { v = vc[cache0 + tt * kvd4 + dq]; }
-            acc += vec_b[u] * v;
+        for (var k = 0u; k < qd; k++) {                      // a fixed count (WG / lanes): all V loads in flight
+            let u = tp + k * lanes;
+            if (u < len) {
+                let tt = c0 + u;
+                var v = vec4<f32>(vec_a[2u * HEAD_DIM + 4u * dq], vec_a[2u * HEAD_DIM + 4u * dq + 1u],
+                                  vec_a[2u * HEAD_DIM + 4u * dq + 2u], vec_a[2u * HEAD_DIM + 4u * dq + 3u]);
+                if (tt != pos) { v = vc[cache0 + tt * kvd4 + dq]; }
+                acc += vec_b[u] * v;
+            }
         }
         m_run = m_new;
         workgroupBarrier();                                  // vec_b is rewritten by the next chunk
@@ -471,7 +477,7 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     if (li < HEAD_DIM) {
         var o = 0.0;
         for (var q = 0u; q < parts; q++) { o += prod[q * HEAD_DIM + li]; }
-        vec_b[li] = o / l_run;
+        vec_b[vb_at(li)] = o / l_run;
     }
     workgroupBarrier();
 
@@ -494,13 +500,13 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
     let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
 
-    gather_if(li, o_pa(), HEADS);
+    gather(li, o_pa(), HEADS);
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
-        let r = sc[o_x() + i] + partials(i, o_pa(), HEADS);
+        let r = sc[o_x() + i] + partials(i, HEADS);
         if (f == 0u) { sc[o_xm() + i] = r; }
         ss += dot(r, r);
-        xs[i] = r * nw[(l * N_STRIDE + NOFF_FFN) / 4u + i];
+        xs[xs_at(i)] = r * nw[(l * N_STRIDE + NOFF_FFN) / 4u + i];
     }
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
 
@@ -510,7 +516,7 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     workgroupBarrier();
     for (var i = li; i < FB; i += WG) {
         let gt = vec_a[i];
-        vec_b[i] = gt / (1.0 + exp(-gt)) * vec_a[FB + i];
+        vec_b[vb_at(i)] = gt / (1.0 + exp(-gt)) * vec_a[FB + i];
     }
     workgroupBarrier();
 
@@ -531,8 +537,8 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let ph = s % spt;
     if (ph == 2u * N_LAYERS) {                               // FINAL
         if (wg.x == 0u && !skip(512u)) {
-            gather_if(li, o_pf(), NWG);
-            for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, o_pf(), NWG); }
+            gather(li, o_pf(), NWG);
+            for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, NWG); }
         }
     } else if (ph % 2u == 0u) {
         if (wg.x < HEADS && !skip(64u)) { attn(ph / 2u, wg.x, pos, li, lane, sid, nsg, sgs); }
@@ -556,7 +562,7 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var i = li; i < D / 4u; i += WG) {
         let r = sc[o_xf() + i];
         ss += dot(r, r);
-        xs[i] = r * nw[NOFF_OUT / 4u + i];
+        xs[xs_at(i)] = r * nw[NOFF_OUT / 4u + i];
     }
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
     let row0 = wg.x * HEAD_ROWS;

@@ -87,7 +87,9 @@ async def per_dispatch_costs(lab, quick: bool) -> dict:
 
 
 async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
-    """Every plan × driver: one untimed warm-up (1 token), then `runs` timed rounds, round-robin."""
+    """Every plan × driver: one untimed warm-up, then `runs` timed rounds, round-robin.  The warm-up is a
+    whole run of the timed shape on a real GPU (its clocks ramp up over tens of ms: on the H200 the first
+    run after a 1-token warm-up was up to 4x slower than the next), one token on a CPU adapter."""
     from app.llm.model import PLANS
     from app.llm.session import get_model
     import app.llm.plans  # noqa: F401 - registers fused and gpu_loop
@@ -101,6 +103,8 @@ async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
     runs = {c: [] for c in combos}
     unsupported = {}
     total = (cfg["runs"] + 1) * len(combos)
+    info = m.dev.adapter_info
+    full_warm = not (info.get("isFallbackAdapter") or info.get("architecture") == "swiftshader")
     for r in range(-1, cfg["runs"]):          # round -1: untimed warm-up (first use, clocks), discarded
         for i, (plan, driver) in enumerate(combos):
             lab.check_cancel()
@@ -114,7 +118,8 @@ async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
             except Exception as e:  # noqa: BLE001 - e.g. no subgroups: this plan is unsupported here
                 unsupported[plan] = str(e)
                 continue
-            res = await _generate(lab, m, plan, driver, ids[-1:] if r < 0 else ids, 1 if r < 0 else cfg["max_new"], cfg)
+            short = r < 0 and not full_warm
+            res = await _generate(lab, m, plan, driver, ids[-1:] if short else ids, 1 if short else cfg["max_new"], cfg)
             if r >= 0:
                 runs[(plan, driver)].append(res)
             elif getattr(PLANS[plan], "warm", None):

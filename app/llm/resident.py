@@ -57,16 +57,14 @@ def expected_dispatches(n_layers: int, tokens: int, blocks: int) -> float:
 @dataclass(frozen=True)
 class ResidentTuning:
     """wg: invocations per workgroup; fb: FFN rows per FFN workgroup (NWG = ffn / fb workgroups per step);
-    head_rows: output rows per head workgroup; head_wg: the head's workgroup size (0: wg); psum: 1 gathers
-    the residual's partial sums with all invocations (the kernel's PSUM); skip: the kernel's ablation
-    bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it).
+    head_rows: output rows per head workgroup; head_wg: the head's workgroup size (0: wg); skip: the kernel's
+    ablation bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it).
     GPUs: the largest workgroup whose workgroup memory fits (latency: one workgroup per head, so more
     invocations = more loads in flight).  CPU adapters: 64."""
     wg: int = 64
     fb: int = 64
     head_rows: int = 64
     head_wg: int = 0
-    psum: int = 0
     skip: int = 0
 
     @classmethod
@@ -86,14 +84,16 @@ class ResidentTuning:
     def prod(self, cfg) -> int:
         """Floats of the kernel's `prod`: every matvec's items (Q|K|V and gate|up: rows × block pairs; the
         Wo and Wdown slices: rows × blocks; the head: rows × pairs), the P·V partials (4 per invocation) and
-        the gathered partial sums (psum: ≤ max(wg, d_model / 4) vec4s)."""
+        the gathered partial sums (≤ max(wg, d_model / 4) vec4s)."""
         pairs = cfg.d_model // 64
         return max(4 * self.wg, cfg.d_model, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs,
                    cfg.d_model * cfg.head_dim // 32, cfg.d_model * self.fb // 32)
 
     def shared_bytes(self, cfg) -> int:
-        """Workgroup memory of wgsl/resident.wgsl: xs, prod, vec_a, q4, vec_b, red, redu, 3 broadcast words."""
-        return 4 * (cfg.d_model + self.prod(cfg) + 4 * cfg.head_dim + self.wg + 2 * (self.wg // 4) + 3)
+        """Workgroup memory of wgsl/resident.wgsl: xs and vec_b (with their padding), prod, vec_a, q4, red, redu,
+        3 broadcast words."""
+        return 4 * (cfg.d_model + cfg.d_model // 16 + self.prod(cfg) + 4 * cfg.head_dim + self.wg + self.wg // 32
+                    + 2 * (self.wg // 4) + 3)
 
     def nwg(self, cfg) -> int:
         return cfg.ffn // self.fb
@@ -106,8 +106,8 @@ class ResidentTuning:
 
     def check(self, cfg) -> None:
         """ValueError naming the first shape this tuning cannot serve."""
-        if self.fb < 32 or self.head_rows < 1 or self.psum not in (0, 1) or not 0 <= self.skip < 1024:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, psum 0 or 1, skip < 1024)")
+        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024:
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024)")
         if self.head_size() % 64 or self.head_size() > self.wg:
             raise ValueError(f"resident: head_wg {self.head_wg} must be a multiple of 64 and ≤ wg")
         if self.wg % 64 or self.wg < cfg.head_dim:
@@ -200,7 +200,7 @@ async def prepare(m) -> None:
         consts.update({"D": c.d_model, "HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads, "HEAD_DIM": c.head_dim,
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
-                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "PSUM": t.psum, "SKIP": t.skip})
+                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "SKIP": t.skip})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts

@@ -83,9 +83,9 @@ def test_resident_attention_spans_several_chunks(lab_page):
 
 
 def test_resident_tuning_variants_give_reference_tokens(lab_page):
-    """The H200 tuning knobs must not change the tokens: partial sums gathered by all invocations (psum),
-    a head workgroup smaller than the step's, fewer rows per head workgroup."""
-    tuning = '{"wg": 128, "head_wg": 64, "head_rows": 32, "psum": 1}'
+    """The H200 tuning knobs must not change the tokens: a workgroup smaller than D/4 (partial sums gathered
+    in two passes), a head workgroup smaller than the step's, fewer rows per head workgroup."""
+    tuning = '{"wg": 128, "head_wg": 64, "head_rows": 32}'
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
                                     "k": 3, "resident_tuning": tuning})
     (r,) = out["plans"]

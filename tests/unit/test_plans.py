@@ -305,11 +305,11 @@ def test_set_tuning_validates():
     assert fused.OVERRIDES == {}
     set_tuning({"resident_tuning": '{"wg": 512}'})
     assert resident.OVERRIDES == {"wg": 512} and fused.OVERRIDES == {}
-    for bad in ('{"tpr": 2}', '{"wg": 0}', '{"skip": -1}', '{"psum": true}'):
+    for bad in ('{"tpr": 2}', '{"wg": 0}', '{"skip": -1}', '{"skip": true}'):
         with pytest.raises(ValueError, match="resident_tuning"):
             set_tuning({"resident_tuning": bad})
-    set_tuning({"resident_tuning": '{"psum": 1, "skip": 0, "head_wg": 256}'})   # 0 where 0 is the default
-    assert resident.OVERRIDES == {"psum": 1, "skip": 0, "head_wg": 256}
+    set_tuning({"resident_tuning": '{"skip": 0, "head_wg": 256}'})   # 0 where 0 is the default
+    assert resident.OVERRIDES == {"skip": 0, "head_wg": 256}
     set_tuning({})
     assert resident.OVERRIDES == {}
 
