@@ -99,6 +99,7 @@ override SKIP: u32 = 0u;                                     // ablation bitmask
 const BIG: f32 = 3.4028234e38;
 
 var<workgroup> xs: array<vec4<f32>, D / 4u + D / 64u>;   // r ∘ norm weight (unnormalized), padded: see xs_at
+var<workgroup> bs: array<f32, D / 32u>;                  // Σ of xs over each 32-float block (Q4_1's m term)
 var<workgroup> prod: array<f32, PROD>;                    // per-item dot products; attention·V partials
 var<workgroup> vec_a: array<f32, 3u * HEAD_DIM>;          // q_h | k_g | v_g, then gate | up
 var<workgroup> q4: array<vec4<f32>, HEAD_DIM / 4u>;       // rotated q_h
@@ -167,17 +168,23 @@ fn wg_min_u(v: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
 // Σ over one Q4_1 block (words w0 = d|m, w = nibbles) of w·xs, the block covering xs[xb·8 .. xb·8 + 8].
 fn q41_xs(w0: u32, w: vec4<u32>, xb: u32) -> f32 {
     var qx = 0.0;
-    var sx = vec4<f32>(0.0);
     for (var q = 0u; q < 4u; q++) {
-        let xl = xs[xs_at(xb * 8u + q)];
-        let xh = xs[xs_at(xb * 8u + 4u + q)];
         let wq = vec4<u32>(w[q]);
-        qx += dot(vec4<f32>((wq >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u)), xl)
-            + dot(vec4<f32>((wq >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u)), xh);
-        sx += xl + xh;
+        qx += dot(vec4<f32>((wq >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(15u)), xs[xs_at(xb * 8u + q)])
+            + dot(vec4<f32>((wq >> vec4<u32>(4u, 12u, 20u, 28u)) & vec4<u32>(15u)), xs[xs_at(xb * 8u + 4u + q)]);
     }
     let dm = unpack2x16float(w0);
-    return dm.x * qx + dm.y * (sx.x + sx.y + sx.z + sx.w);
+    return dm.x * qx + dm.y * bs[xb];
+}
+
+// bs[b] = Σ xs over block b, once per dispatch instead of once per row (same summation order as before).
+fn block_sums(li: u32) {
+    for (var b = li; b < D / 32u; b += WG) {
+        var sx = vec4<f32>(0.0);
+        for (var q = 0u; q < 4u; q++) { sx += xs[xs_at(b * 8u + q)] + xs[xs_at(b * 8u + 4u + q)]; }
+        bs[b] = sx.x + sx.y + sx.z + sx.w;
+    }
+    workgroupBarrier();
 }
 
 // Same with the vector in vec_b[vb·32 ..] (the short matvecs: output and down projection slices).
@@ -331,7 +338,7 @@ fn parts_argmax(li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     return wg_min_u(select(0xffffffffu, idx, v == top), lane, sid, nsg, sgs);
 }
 
-fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let g = h / (HEADS / KV_HEADS);
     let kvd4 = KV_HEADS * HEAD_DIM / 4u;
     let lw = l * L_STRIDE;
@@ -347,7 +354,26 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     let pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
     let po0 = load5(short_base(min(li, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
-    let ctx = st.ctx;
+    // And this invocation's K and V vec4 of the first two positions it will handle (dims dq of positions
+    // tp and tp + lanes): the cache of earlier positions is final, so its latency overlaps everything
+    // up to the attention.
+    let qd = HEAD_DIM / 4u;                                  // vec4s per head
+    let lanes = WG / qd;                                    // position lanes (qd vec4 dims each)
+    let dq = li % qd;
+    let tp = li / qd;
+    let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
+    var kp0 = vec4<f32>(0.0);
+    var vp0 = vec4<f32>(0.0);
+    var kp1 = vec4<f32>(0.0);
+    var vp1 = vec4<f32>(0.0);
+    if (tp < pos) {
+        kp0 = kc[cache0 + tp * kvd4 + dq];
+        vp0 = vc[cache0 + tp * kvd4 + dq];
+    }
+    if (tp + lanes < pos) {
+        kp1 = kc[cache0 + (tp + lanes) * kvd4 + dq];
+        vp1 = vc[cache0 + (tp + lanes) * kvd4 + dq];
+    }
 
     // r = residual entering layer l; xs = r ∘ attn_norm; ss = Σ r².
     let tok_phase = l == 0u;
@@ -380,6 +406,7 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
 
     // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
+    block_sums(li);
     if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1); }
     workgroupBarrier();
     for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
@@ -399,11 +426,9 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
         }
     }
     workgroupBarrier();
-    let qd = HEAD_DIM / 4u;                                  // vec4s per head
     for (var j = li; j < qd; j += WG) {
         q4[j] = vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]);
     }
-    let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
     if (h % (HEADS / KV_HEADS) == 0u && pos < ctx) {
         for (var j = li; j < 2u * qd; j += WG) {
             let k = HEAD_DIM + 4u * j;
@@ -413,52 +438,73 @@ fn attn(l: u32, h: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     }
     workgroupBarrier();                                      // q4 ready
 
-    // o_h = softmax(q·K / √HEAD_DIM) · V over positions 0..pos, in chunks of WG positions.
+    // o_h = softmax(q·K / √HEAD_DIM) · V over positions 0..pos, in chunks of WG positions.  Invocation
+    // (tp, dq) handles dims dq of positions tp, tp + lanes, … of a chunk, for the scores (partial dots summed
+    // over sw lanes by subgroup shuffles, then over the chunk's qd / sw parts through prod) and for P·V:
+    // neighbouring lanes read neighbouring vec4s of one position's K and V.
     let n = pos + 1u;
     let inv = 1.0 / sqrt(f32(HEAD_DIM));
-    let lanes = WG / qd;                                    // position lanes of P·V (qd vec4 dims each)
-    let dq = li % qd;
-    let tp = li / qd;
+    let sw = min(sgs, qd);                                  // lanes summed by shuffles (both powers of two)
+    let parts_per = qd / sw;
     var m_run = -BIG;
     var l_run = 0.0;
     var acc = vec4<f32>(0.0);
     if (skip(4u)) { l_run = 1.0; }
     for (var c0 = 0u; c0 < select(n, 0u, skip(4u)); c0 += WG) {
-        let t = c0 + li;
-        var s = -BIG;
-        if (t < n) {
-            var d4 = vec4<f32>(0.0);
+        let len = min(WG, n - c0);
+        let kmax = (len + lanes - 1u) / lanes;
+        for (var k = 0u; k < kmax; k++) {
+            let u = tp + k * lanes;
+            let t = c0 + u;
+            var kv = vec4<f32>(0.0);
             if (t == pos) {
-                for (var j = 0u; j < qd; j++) {
-                    d4 += q4[j] * vec4<f32>(vec_a[HEAD_DIM + 4u * j], vec_a[HEAD_DIM + 4u * j + 1u],
-                                            vec_a[HEAD_DIM + 4u * j + 2u], vec_a[HEAD_DIM + 4u * j + 3u]);
-                }
-            } else {
-                let k0 = cache0 + t * kvd4;
-                for (var j = 0u; j < qd; j++) { d4 += q4[j] * kc[k0 + j]; }
+                kv = vec4<f32>(vec_a[HEAD_DIM + 4u * dq], vec_a[HEAD_DIM + 4u * dq + 1u],
+                               vec_a[HEAD_DIM + 4u * dq + 2u], vec_a[HEAD_DIM + 4u * dq + 3u]);
+            } else if (c0 == 0u && k == 0u) {
+                kv = kp0;
+            } else if (c0 == 0u && k == 1u) {
+                kv = kp1;
+            } else if (u < len) {
+                kv = kc[cache0 + t * kvd4 + dq];
             }
-            s = (d4.x + d4.y + d4.z + d4.w) * inv;
+            var d = dot(q4[dq], kv);
+            for (var o = 1u; o < sw; o <<= 1u) { d += subgroupShuffleXor(d, o); }
+            if (u < len && dq % sw == 0u) { prod[u * parts_per + dq / sw] = d; }
+        }
+        workgroupBarrier();
+        var s = -BIG;
+        if (li < len) {
+            var d = 0.0;
+            for (var j = 0u; j < parts_per; j++) { d += prod[li * parts_per + j]; }
+            s = d * inv;
         }
         let m_new = max(m_run, wg_max(s, lane, sid, nsg, sgs));
         var e = 0.0;
-        if (t < n) { e = exp(s - m_new); }
+        if (li < len) { e = exp(s - m_new); }
         vec_b[li] = e;
         let corr = exp(m_run - m_new);
         l_run = l_run * corr + wg_sum(e, lane, sid, nsg, sgs);   // its barriers publish vec_b
         acc *= corr;
-        let len = min(WG, n - c0);
-        for (var k = 0u; k < qd; k++) {                      // a fixed count (WG / lanes): all V loads in flight
+        for (var k = 0u; k < kmax; k++) {
             let u = tp + k * lanes;
+            let t = c0 + u;
             if (u < len) {
-                let tt = c0 + u;
-                var v = vec4<f32>(vec_a[2u * HEAD_DIM + 4u * dq], vec_a[2u * HEAD_DIM + 4u * dq + 1u],
+                var v = vec4<f32>(0.0);
+                if (t == pos) {
+                    v = vec4<f32>(vec_a[2u * HEAD_DIM + 4u * dq], vec_a[2u * HEAD_DIM + 4u * dq + 1u],
                                   vec_a[2u * HEAD_DIM + 4u * dq + 2u], vec_a[2u * HEAD_DIM + 4u * dq + 3u]);
-                if (tt != pos) { v = vc[cache0 + tt * kvd4 + dq]; }
+                } else if (c0 == 0u && k == 0u) {
+                    v = vp0;
+                } else if (c0 == 0u && k == 1u) {
+                    v = vp1;
+                } else {
+                    v = vc[cache0 + t * kvd4 + dq];
+                }
                 acc += vec_b[u] * v;
             }
         }
         m_run = m_new;
-        workgroupBarrier();                                  // vec_b is rewritten by the next chunk
+        workgroupBarrier();                                  // vec_b and prod are rewritten by the next chunk
     }
     // Σ over position lanes: inside each subgroup (lanes qd apart share dims), then across subgroups.
     var parts = lanes;
@@ -510,6 +556,7 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     }
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
 
+    block_sums(li);
     if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1); }
     workgroupBarrier();
     for (var r = li; r < 2u * FB; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
@@ -530,6 +577,7 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
 fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
         @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
+    let ctx = st.ctx;                                        // issued before the counter's round trip
     if (li == 0u) { w_step = atomicAdd(&st.ctr, 1u) / NWG; }
     let s = workgroupUniformLoad(&w_step);
     let spt = 2u * N_LAYERS + 1u;
@@ -541,7 +589,7 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, NWG); }
         }
     } else if (ph % 2u == 0u) {
-        if (wg.x < HEADS && !skip(64u)) { attn(ph / 2u, wg.x, pos, li, lane, sid, nsg, sgs); }
+        if (wg.x < HEADS && !skip(64u)) { attn(ph / 2u, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (!skip(128u)) {
         ffn(ph / 2u, wg.x, li, lane, sid, nsg, sgs);
     }

@@ -84,15 +84,16 @@ class ResidentTuning:
     def prod(self, cfg) -> int:
         """Floats of the kernel's `prod`: every matvec's items (Q|K|V and gate|up: rows × block pairs; the
         Wo and Wdown slices: rows × blocks; the head: rows × pairs), the P·V partials (4 per invocation) and
-        the gathered partial sums (≤ max(wg, d_model / 4) vec4s)."""
+        the gathered partial sums (≤ max(wg, d_model / 4) vec4s) and a chunk's scores (head_dim / 16 parts per
+        position on 4-wide subgroups)."""
         pairs = cfg.d_model // 64
-        return max(4 * self.wg, cfg.d_model, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs,
+        return max(4 * self.wg, cfg.d_model, self.wg * cfg.head_dim // 16, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs,
                    cfg.d_model * cfg.head_dim // 32, cfg.d_model * self.fb // 32)
 
     def shared_bytes(self, cfg) -> int:
-        """Workgroup memory of wgsl/resident.wgsl: xs and vec_b (with their padding), prod, vec_a, q4, red, redu,
-        3 broadcast words."""
-        return 4 * (cfg.d_model + cfg.d_model // 16 + self.prod(cfg) + 4 * cfg.head_dim + self.wg + self.wg // 32
+        """Workgroup memory of wgsl/resident.wgsl: xs and vec_b (with their padding), bs, prod, vec_a, q4, red,
+        redu, 3 broadcast words."""
+        return 4 * (cfg.d_model + cfg.d_model // 16 + cfg.d_model // 32 + self.prod(cfg) + 4 * cfg.head_dim + self.wg + self.wg // 32
                     + 2 * (self.wg // 4) + 3)
 
     def nwg(self, cfg) -> int:
@@ -116,8 +117,9 @@ class ResidentTuning:
             raise ValueError(f"resident: fb={self.fb} must be a multiple of 32 dividing ffn={cfg.ffn}, ≤ wg")
         if self.nwg(cfg) < cfg.n_heads:
             raise ValueError(f"resident: ffn / fb = {self.nwg(cfg)} workgroups, fewer than the {cfg.n_heads} heads")
-        if cfg.d_model % 64 or cfg.head_dim % 32 or cfg.n_heads % cfg.n_kv_heads:
-            raise ValueError("resident: needs d_model % 64 == 0, head_dim % 32 == 0 and whole query groups")
+        qd = cfg.head_dim // 4
+        if cfg.d_model % 64 or cfg.head_dim % 32 or qd & (qd - 1) or cfg.n_heads % cfg.n_kv_heads:
+            raise ValueError("resident: needs d_model % 64 == 0, head_dim a power of two ≥ 32 and whole query groups")
 
 
 def layout_constants(refs: dict, cfg) -> dict:
