@@ -189,8 +189,8 @@ async def run(lab, params: dict) -> dict:
     sec = {"prompt": p["prompt"], "chat": p["chat"], "max_new_tokens": p["max_new"], "runs": p["runs"],
            "driver": p["driver"], "reference": f"ours/{best}", "engines": rows, "wllama": {},
            "notes": [f"ours' main row runs plan {best}: " + ("chosen with the plan parameter" if p["plan"] else
-                     "our fastest plan on this kind of adapter (app.llm.plans.best: gpu_loop on GPUs, token_pass on "
-                     "fallback/CPU adapters, as measured)")]}
+                     "our fastest plan on this kind of adapter (app.llm.plans.best: resident on GPUs with subgroups, "
+                     "else gpu_loop; token_pass on fallback/CPU adapters; as measured)")]}
 
     # Prompt ids come from our tokenizer; the context is sized from them so every engine gets the same n_ctx.
     from app.llm import session

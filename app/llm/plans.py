@@ -83,7 +83,8 @@ _register()
 def best(dev) -> str:
     """The plan to put forward as ours on this adapter (the compare suite's main row).
 
-    On a real GPU, the most amortized plan the adapter supports (gpu_loop needs `subgroups`).  On a
+    On a real GPU, the most amortized plan the adapter supports (resident and gpu_loop need `subgroups`;
+    on the H200 resident 910 tok/s, gpu_loop 611: results/2026-12-03-nvidia-h200-final).  On a
     fallback (CPU) adapter kernel time dominates and our fused kernels, shaped for GPUs, run ~2.6× slower
     than the per-op ones (measured: results/2026-12-02-swiftshader-amortize), so token_pass is our fastest
     there.  The choice is by measurement on each kind of adapter, not by a rule about dispatch counts.
