@@ -46,8 +46,11 @@
 //   4  storage, read        array<vec2<f32>>  rope    ctx · ROPE_DIM/2 (cos, sin)
 //   5  storage, read_write  array<vec4<f32>>  kc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
 //   6  storage, read_write  array<vec4<f32>>  vc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
-//   7  storage, read_write  array<vec4<f32>>  sc      X | XM | XF (D each) | PA (HEADS·D) | PF (NWG·D) | HP (2·HEAD_GROUPS)
+//   7  storage, read_write  array<vec4<f32>>  sc      X | XM | XF (D each) | Q (HEADS·HEAD_DIM) | PA (HEADS·D) | PF (NWG·D) |
+//                                                     HP (2·HEAD_GROUPS)
 //                                                     (floats; every region starts on a vec4)
+// SPLIT = 1 (ResidentTuning.split): 3 steps per layer, QKV(l) (workgroup w: rows w·QR … of Q|K|V, RoPE, q to
+//   Q, k/v to the cache; the residual as ATTN builds it) before ATTN(l), which then starts from q and the cache.
 // Dispatch: step (NWG, 1, 1); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (multiple of 32), WG (multiple of 64, ≥ HEAD_DIM), HEAD_ROWS
@@ -85,6 +88,7 @@ override OFF_DOWN: u32;
 override N_STRIDE: u32;
 override NOFF_FFN: u32;
 override NOFF_OUT: u32;
+override SPLIT: u32 = 0u;                                    // 1: Q|K|V in a step of its own (3 per layer)
 override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -126,9 +130,10 @@ fn vb_at(i: u32) -> u32 { return i + i / 32u; }
 fn o_x() -> u32 { return 0u; }
 fn o_xm() -> u32 { return D / 4u; }
 fn o_xf() -> u32 { return 2u * D / 4u; }
-fn o_pa() -> u32 { return 3u * D / 4u; }
-fn o_pf() -> u32 { return (3u * D + HEADS * D) / 4u; }
-fn o_hp() -> u32 { return (3u * D + HEADS * D + NWG * D) / 4u; }
+fn o_q() -> u32 { return 3u * D / 4u; }                      // split: the QKV step's rotated, scaled q
+fn o_pa() -> u32 { return (3u * D + HEADS * HEAD_DIM) / 4u; }
+fn o_pf() -> u32 { return (3u * D + HEADS * HEAD_DIM + HEADS * D) / 4u; }
+fn o_hp() -> u32 { return (3u * D + HEADS * HEAD_DIM + HEADS * D + NWG * D) / 4u; }
 
 // Sum / max / min over the workgroup: a subgroup reduction, the subgroups' results through workgroup
 // memory, reduced again by every subgroup (same inputs, same lanes: every subgroup gets the same value).
@@ -338,6 +343,41 @@ fn parts_argmax(li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     return wg_min_u(select(0xffffffffu, idx, v == top), lane, sid, nsg, sgs);
 }
 
+// The residual entering layer l (the embedding of this position's token at l = 0, whose pick from the
+// head's parts workgroup `w` = 0 writes back; else XM + Σ PF), into X (workgroup w = 0) and xs = r ∘ attn_norm;
+// returns rmsnorm's scale.
+fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
+    let tok_phase = l == 0u;
+    var token = 0u;
+    if (tok_phase) {
+        if (li == 0u) { w_plen = st.prompt_len; }
+        let plen = workgroupUniformLoad(&w_plen);
+        if (pos < plen) {
+            if (li == 0u) { w_tok = st.tokens[pos]; }
+            token = workgroupUniformLoad(&w_tok);
+        } else {
+            token = parts_argmax(li, lane, sid, nsg, sgs);
+            if (w == 0u && li == 0u) { st.tokens[pos] = token; }
+        }
+    }
+    if (!tok_phase) { gather(li, o_pf(), NWG); }
+    var ss = 0.0;
+    for (var i = li; i < D / 4u; i += WG) {
+        var r = vec4<f32>(0.0);
+        if (tok_phase) {
+            r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
+                          embed_at(token, 4u * i + 3u));
+        } else {
+            r = sc[o_xm() + i] + partials(i, NWG);
+        }
+        if (w == 0u) { sc[o_x() + i] = r; }
+        ss += dot(r, r);
+        xs[xs_at(i)] = r * nw[(l * N_STRIDE) / 4u + i];
+    }
+    return 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
+
+}
+
 fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let g = h / (HEADS / KV_HEADS);
     let kvd4 = KV_HEADS * HEAD_DIM / 4u;
@@ -350,8 +390,12 @@ fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u
     let n_o = D * ob;
     let orw = (HEADS * HEAD_DIM / 32u) * 5u;
     // Weights first: nothing below changes them.
-    let pq0 = load10(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM));
-    let pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
+    var pq0: array<u32, 10>;
+    var pq1: array<u32, 10>;
+    if (SPLIT == 0u) {
+        pq0 = load10(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM));
+        pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
+    }
     let po0 = load5(short_base(min(li, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
     // And this invocation's K and V vec4 of the first two positions it will handle (dims dq of positions
@@ -375,65 +419,47 @@ fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u
         vp1 = vc[cache0 + (tp + lanes) * kvd4 + dq];
     }
 
-    // r = residual entering layer l; xs = r ∘ attn_norm; ss = Σ r².
-    let tok_phase = l == 0u;
-    var token = 0u;
-    if (tok_phase) {
-        if (li == 0u) { w_plen = st.prompt_len; }
-        let plen = workgroupUniformLoad(&w_plen);
-        if (pos < plen) {
-            if (li == 0u) { w_tok = st.tokens[pos]; }
-            token = workgroupUniformLoad(&w_tok);
-        } else {
-            token = parts_argmax(li, lane, sid, nsg, sgs);
-            if (h == 0u && li == 0u) { st.tokens[pos] = token; }
-        }
-    }
-    if (!tok_phase) { gather(li, o_pf(), NWG); }
-    var ss = 0.0;
-    for (var i = li; i < D / 4u; i += WG) {
-        var r = vec4<f32>(0.0);
-        if (tok_phase) {
-            r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
-                          embed_at(token, 4u * i + 3u));
-        } else {
-            r = sc[o_xm() + i] + partials(i, NWG);
-        }
-        if (h == 0u) { sc[o_x() + i] = r; }
-        ss += dot(r, r);
-        xs[xs_at(i)] = r * nw[(l * N_STRIDE) / 4u + i];
-    }
-    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
+    var q_scale = 0.0;
+    if (SPLIT == 0u) { q_scale = residual_in(l, pos, h, li, lane, sid, nsg, sgs); }
 
-    // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
-    block_sums(li);
-    if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1); }
-    workgroupBarrier();
-    for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
-    workgroupBarrier();
+    if (SPLIT == 0u) {
+        // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
+        block_sums(li);
+        if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1); }
+        workgroupBarrier();
+        for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * q_scale; }
+        workgroupBarrier();
 
-    // RoPE (NORM mode: adjacent pairs) on q_h and k_g, in place.
-    let half = HEAD_DIM / 2u;
-    for (var p = li; p < 2u * half; p += WG) {
-        let i = p % half;
-        let j = (p / half) * HEAD_DIM + 2u * i;
-        if (2u * i < ROPE_DIM) {
-            let cs = rope[pos * (ROPE_DIM / 2u) + i];
-            let a = vec_a[j];
-            let b = vec_a[j + 1u];
-            vec_a[j] = a * cs.x - b * cs.y;
-            vec_a[j + 1u] = a * cs.y + b * cs.x;
+        // RoPE (NORM mode: adjacent pairs) on q_h and k_g, in place.
+        let half = HEAD_DIM / 2u;
+        for (var p = li; p < 2u * half; p += WG) {
+            let i = p % half;
+            let j = (p / half) * HEAD_DIM + 2u * i;
+            if (2u * i < ROPE_DIM) {
+                let cs = rope[pos * (ROPE_DIM / 2u) + i];
+                let a = vec_a[j];
+                let b = vec_a[j + 1u];
+                vec_a[j] = a * cs.x - b * cs.y;
+                vec_a[j + 1u] = a * cs.y + b * cs.x;
+            }
         }
-    }
-    workgroupBarrier();
-    for (var j = li; j < qd; j += WG) {
-        q4[j] = vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]);
-    }
-    if (h % (HEADS / KV_HEADS) == 0u && pos < ctx) {
+        workgroupBarrier();
+        for (var j = li; j < qd; j += WG) {
+            q4[j] = vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]);
+        }
+        if (h % (HEADS / KV_HEADS) == 0u && pos < ctx) {
+            for (var j = li; j < 2u * qd; j += WG) {
+                let k = HEAD_DIM + 4u * j;
+                let v4 = vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
+                if (j < qd) { kc[cache0 + pos * kvd4 + j] = v4; } else { vc[cache0 + pos * kvd4 + j - qd] = v4; }
+            }
+        }
+    } else {                                                 // q_h from the QKV step; k, v of pos from the cache
+        for (var j = li; j < qd; j += WG) { q4[j] = sc[o_q() + h * qd + j]; }
         for (var j = li; j < 2u * qd; j += WG) {
-            let k = HEAD_DIM + 4u * j;
-            let v4 = vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
-            if (j < qd) { kc[cache0 + pos * kvd4 + j] = v4; } else { vc[cache0 + pos * kvd4 + j - qd] = v4; }
+            var v4 = vec4<f32>(0.0);
+            if (j < qd) { v4 = kc[cache0 + pos * kvd4 + j]; } else { v4 = vc[cache0 + pos * kvd4 + j - qd]; }
+            for (var c = 0u; c < 4u; c++) { vec_a[HEAD_DIM + 4u * j + c] = v4[c]; }
         }
     }
     workgroupBarrier();                                      // q4 ready
@@ -533,6 +559,57 @@ fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u
     for (var r = li; r < D; r += WG) { sc_set(4u * o_pa() + h * D + r, row_sum(r, ob)); }
 }
 
+// split: the Q|K|V step of layer l.  Workgroup w computes rows w·QR … of the joined Q|K|V matrix (QR even,
+// so RoPE's adjacent pairs stay in one workgroup), rotates q and k, writes q (scaled) to Q and k, v to the
+// cache at pos; the ATTN step then has only the attention and its output-projection slice to do.
+fn qkv_rows() -> u32 { return (((HEADS + 2u * KV_HEADS) * HEAD_DIM + NWG - 1u) / NWG + 1u) & ~1u; }
+
+fn qkv(l: u32, w: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+    let total = (HEADS + 2u * KV_HEADS) * HEAD_DIM;
+    let qr = qkv_rows();
+    let r0 = min(w * qr, total);
+    let nr = min(qr, total - r0);
+    let pairs = D / 64u;
+    let rw = (D / 32u) * 5u;
+    let base = l * L_STRIDE + r0 * rw;
+    let n = nr * pairs;
+    let pre = load10(base + min(li, max(n, 1u) - 1u) * 10u);    // item = (row, pair): rows are contiguous
+    let scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
+    block_sums(li);
+    if (!skip(2u)) {
+        if (li < n) { prod[li] = long_dot(pre, li); }
+        for (var it = li + WG; it < n; it += WG) { prod[it] = long_dot(load10(base + it * 10u), it); }
+    }
+    workgroupBarrier();
+    let kvd = KV_HEADS * HEAD_DIM;
+    for (var j = 2u * li; j < nr; j += 2u * WG) {
+        let row = r0 + j;                                    // even; row + 1 is its RoPE partner
+        var a = row_sum(j, pairs) * scale;
+        var b = row_sum(j + 1u, pairs) * scale;
+        let i = (row % HEAD_DIM) / 2u;
+        if (row < (HEADS + KV_HEADS) * HEAD_DIM && 2u * i < ROPE_DIM) {
+            let cs = rope[pos * (ROPE_DIM / 2u) + i];
+            let a0 = a;
+            a = a0 * cs.x - b * cs.y;
+            b = a0 * cs.y + b * cs.x;
+        }
+        if (row < HEADS * HEAD_DIM) {
+            sc_set(4u * o_q() + row, a);
+            sc_set(4u * o_q() + row + 1u, b);
+        } else if (pos < ctx) {
+            let kvrow = (row - HEADS * HEAD_DIM) % kvd;
+            let f = (l * ctx + pos) * kvd + kvrow;           // float index into the cache
+            if (row < (HEADS + KV_HEADS) * HEAD_DIM) {
+                kc[f / 4u][f % 4u] = a;
+                kc[(f + 1u) / 4u][(f + 1u) % 4u] = b;
+            } else {
+                vc[f / 4u][f % 4u] = a;
+                vc[(f + 1u) / 4u][(f + 1u) % 4u] = b;
+            }
+        }
+    }
+}
+
 fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let lw = l * L_STRIDE;
     let rw = (D / 32u) * 5u;
@@ -580,18 +657,24 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let ctx = st.ctx;                                        // issued before the counter's round trip
     if (li == 0u) { w_step = atomicAdd(&st.ctr, 1u) / NWG; }
     let s = workgroupUniformLoad(&w_step);
-    let spt = 2u * N_LAYERS + 1u;
+    let per = 2u + min(SPLIT, 1u);                           // steps per layer
+    let spt = per * N_LAYERS + 1u;
     let pos = s / spt;
     let ph = s % spt;
-    if (ph == 2u * N_LAYERS) {                               // FINAL
+    let l = ph / per;
+    var kind = ph % per;                                     // 0 ATTN, 1 FFN, 2 QKV (split: QKV, ATTN, FFN)
+    if (SPLIT != 0u) { kind = (kind + 2u) % 3u; }
+    if (ph == per * N_LAYERS) {                              // FINAL
         if (wg.x == 0u && !skip(512u)) {
             gather(li, o_pf(), NWG);
             for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, NWG); }
         }
-    } else if (ph % 2u == 0u) {
-        if (wg.x < HEADS && !skip(64u)) { attn(ph / 2u, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
+    } else if (kind == 2u) {
+        if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
+    } else if (kind == 0u) {
+        if (wg.x < HEADS && !skip(64u)) { attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (!skip(128u)) {
-        ffn(ph / 2u, wg.x, li, lane, sid, nsg, sgs);
+        ffn(l, wg.x, li, lane, sid, nsg, sgs);
     }
 }
 
@@ -644,7 +727,7 @@ fn tail(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_i
         @builtin(subgroup_id) sid: u32, @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
     let token = parts_argmax(li, lane, sid, nsg, sgs);
     if (li == 0u) {
-        let pos = atomicLoad(&st.ctr) / NWG / (2u * N_LAYERS + 1u);   // tokens computed so far
+        let pos = atomicLoad(&st.ctr) / NWG / ((2u + min(SPLIT, 1u)) * N_LAYERS + 1u);   // tokens computed so far
         st.tokens[pos] = token;
     }
 }

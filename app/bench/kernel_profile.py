@@ -129,9 +129,8 @@ async def gpu_profile(lab, params: dict) -> dict:
         kinds = {}
         for s, dt in zip(p.steps, np.diff(t)):
             name = s.label.rpartition(".")[2] if s.label[:1].isdigit() or s.label[1:2].isdigit() else s.label
-            if plan == "resident" and name.isdigit():                 # r0.<step>: ATTN, FFN by parity, FINAL last
-                n_steps = 2 * m.cfg.n_layers
-                name = "final" if int(name) == n_steps else ("attn" if int(name) % 2 == 0 else "ffn")
+            if plan == "resident" and name.isdigit():                 # r0.<step>: as the kernel decodes it
+                name = resident.step_kind(int(name), m.cfg.n_layers, m.resident_tuning.split)
             kinds[name] = kinds.get(name, 0.0) + float(dt) / 1e6
         key = f"{run}:{plan}"
         out[key] = {k: round(v, 3) for k, v in kinds.items()}

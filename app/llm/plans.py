@@ -35,7 +35,7 @@ def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K) -> dic
     if plan == "gpu_loop":
         return {"dispatches_per_token": d, "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
     if plan == "resident":
-        return {"dispatches_per_token": resident.expected_dispatches(n_layers, k, 1),
+        return {"dispatches_per_token": resident.expected_dispatches(n_layers, k, 1, resident.ACTIVE["split"]),
                 "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
     raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(ORDER)}")
 
@@ -53,7 +53,7 @@ def _resident_record(m, slot=0, logits=True):
 
 
 def _resident_declared(cfg, logits=True):
-    return resident.dispatch_count(cfg.n_layers, logits) + (1 if logits else 0)
+    return resident.dispatch_count(cfg.n_layers, logits, resident.ACTIVE["split"]) + (1 if logits else 0)
 
 
 def _register() -> None:

@@ -40,25 +40,38 @@ STATE_HEADER = 4                 # u32 words before tokens[]: ctr, prompt_len, c
 OVERRIDES: dict = {}             # ResidentTuning fields to override (URL parameter resident_tuning)
 
 
-def steps_per_token(n_layers: int) -> int:
-    return 2 * n_layers + 1
+def steps_per_token(n_layers: int, split: int = 0) -> int:
+    """2 steps per layer (3 with split: Q|K|V in its own step) and FINAL."""
+    return (3 if split else 2) * n_layers + 1
 
 
-def dispatch_count(n_layers: int, logits: bool = True) -> int:
+def step_kind(step: int, n_layers: int, split: int = 0) -> str:
+    """What step `step` of a token does (as the kernel decodes its counter): qkv, attn, ffn or final."""
+    per = 3 if split else 2
+    if step == per * n_layers:
+        return "final"
+    return (("qkv", "attn", "ffn") if split else ("attn", "ffn"))[step % per]
+
+
+ACTIVE = {"split": 0}            # the last prepared tuning's split, for the cfg-only declared counts
+
+
+def dispatch_count(n_layers: int, logits: bool = True, split: int = 0) -> int:
     """Dispatches per token, without the per-block tail: the steps, plus the head when logits are needed."""
-    return steps_per_token(n_layers) + (1 if logits else 0)
+    return steps_per_token(n_layers, split) + (1 if logits else 0)
 
 
-def expected_dispatches(n_layers: int, tokens: int, blocks: int) -> float:
+def expected_dispatches(n_layers: int, tokens: int, blocks: int, split: int = 0) -> float:
     """Declared dispatches per decoded token of a run: the per-token ones plus one tail per block."""
-    return (dispatch_count(n_layers, True) * tokens + blocks) / max(tokens, 1)
+    return (dispatch_count(n_layers, True, split) * tokens + blocks) / max(tokens, 1)
 
 
 @dataclass(frozen=True)
 class ResidentTuning:
     """wg: invocations per workgroup; fb: FFN rows per FFN workgroup (NWG = ffn / fb workgroups per step);
     head_rows: output rows per head workgroup; head_wg: the head's workgroup size (0: wg); skip: the kernel's
-    ablation bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it).
+    ablation bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it);
+    split: 1 puts Q|K|V (+ RoPE, KV write) in a step of its own over all NWG workgroups, 3 steps per layer.
     GPUs: the largest workgroup whose workgroup memory fits (latency: one workgroup per head, so more
     invocations = more loads in flight).  CPU adapters: 64."""
     wg: int = 64
@@ -66,6 +79,7 @@ class ResidentTuning:
     head_rows: int = 64
     head_wg: int = 0
     skip: int = 0
+    split: int = 0
 
     @classmethod
     def for_adapter(cls, info: dict, limits: dict | None, cfg) -> "ResidentTuning":
@@ -107,8 +121,8 @@ class ResidentTuning:
 
     def check(self, cfg) -> None:
         """ValueError naming the first shape this tuning cannot serve."""
-        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024)")
+        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.split not in (0, 1):
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024, split 0 or 1)")
         if self.head_size() % 64 or self.head_size() > self.wg:
             raise ValueError(f"resident: head_wg {self.head_wg} must be a multiple of 64 and ≤ wg")
         if self.wg % 64 or self.wg < cfg.head_dim:
@@ -173,7 +187,8 @@ def supported_why(features, info: dict) -> str | None:
 
 
 def scratch_floats(cfg, t: ResidentTuning) -> int:
-    return 3 * cfg.d_model + cfg.n_heads * cfg.d_model + t.nwg(cfg) * cfg.d_model + 2 * t.head_groups(cfg)
+    return (3 * cfg.d_model + cfg.n_heads * cfg.head_dim + cfg.n_heads * cfg.d_model + t.nwg(cfg) * cfg.d_model
+            + 2 * t.head_groups(cfg))
 
 
 # ------------------------------------------------------------------------------------------ browser
@@ -202,12 +217,13 @@ async def prepare(m) -> None:
         consts.update({"D": c.d_model, "HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads, "HEAD_DIM": c.head_dim,
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
-                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "SKIP": t.skip})
+                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "SKIP": t.skip, "SPLIT": t.split})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
             m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, own, f"resident {entry}", modules)
         m.resident_tuning = t
+    ACTIVE["split"] = t.split
     for key, size in (("resident_state", 4 * (STATE_HEADER + m.ctx + 1)),
                       ("resident_scratch", 4 * scratch_floats(c, t))):
         if key in m.act and m.memory.get(key) != size:
@@ -236,7 +252,7 @@ def block_plan(m, length: int, logits: bool, tail: bool):
     bg = [_bind_group(m)]
     step, head = m.kernels["r_step"].pipeline, m.kernels["r_head"].pipeline
     for i in range(length):
-        for s in range(steps_per_token(c.n_layers)):
+        for s in range(steps_per_token(c.n_layers, t.split)):
             P.add(step, bg, (t.nwg(c),), None, f"r{i}.{s}", keep_state=s > 0)
         if logits:
             P.add(head, bg, (t.head_groups(c),), None, f"r{i}.head")
@@ -273,10 +289,10 @@ class Resident:
             await loop.replay(block_plan(m, length, False, False))
 
     def expected(self, m, loop, computed: int) -> float:
-        return expected_dispatches(m.cfg.n_layers, computed, loop.blocks)
+        return expected_dispatches(m.cfg.n_layers, computed, loop.blocks, m.resident_tuning.split)
 
     def expected_prefill(self, m) -> float:
-        return dispatch_count(m.cfg.n_layers, False)
+        return dispatch_count(m.cfg.n_layers, False, m.resident_tuning.split)
 
 
 def warm(m, prompt_len: int, max_new: int, k: int) -> None:

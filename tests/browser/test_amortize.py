@@ -93,6 +93,19 @@ def test_resident_tuning_variants_give_reference_tokens(lab_page):
     assert r["generated_token_ids"] == PROMPT_GREEDY
 
 
+@pytest.mark.parametrize("k", [3, 16])
+def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page, k):
+    """split=1 (Q|K|V in a step of its own): same tokens, 3·30 + FINAL + head per token, a tail per block; the
+    prompt of several tokens exercises the prefill through the split steps too."""
+    out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
+                                    "k": k, "resident_tuning": '{"split": 1}'})
+    (r,) = out["plans"]
+    assert "unsupported" not in r, r
+    assert r["generated_token_ids"] == PROMPT_GREEDY
+    assert r["dispatches_per_token"] == (92 * 4 + (2 if k == 3 else 1)) / 4
+    assert r["dispatch_count_ok"] is True
+
+
 def test_resident_ablation_skips_the_work(lab_page):
     """skip (timing runs only) really removes work: with every phase but ATTN's token pick skipped (all bits
     but 64), the head's parts name token 300, so that is what comes out, every time."""

@@ -324,3 +324,14 @@ def test_best_plan_per_adapter_kind():
     assert plans.best(SimpleNamespace(adapter_info={"subgroupMinSize": 2}, features={"subgroups"})) == "gpu_loop"
     assert plans.best(no_subgroups) == "token_pass"
     assert plans.best(cpu) == "token_pass"
+
+
+def test_resident_split_steps():
+    assert resident.steps_per_token(30) == 61 and resident.steps_per_token(30, 1) == 91
+    assert resident.dispatch_count(30, True, 1) == 92
+    assert resident.expected_dispatches(30, 4, 2, 1) == (92 * 4 + 2) / 4
+    kinds = [resident.step_kind(s, 2, 1) for s in range(7)]
+    assert kinds == ["qkv", "attn", "ffn", "qkv", "attn", "ffn", "final"]
+    assert [resident.step_kind(s, 2) for s in range(5)] == ["attn", "ffn", "attn", "ffn", "final"]
+    with pytest.raises(ValueError, match="split"):
+        resident.ResidentTuning(wg=64, fb=64, split=2).check(SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152))
