@@ -90,7 +90,9 @@ class ResidentTuning:
         cap = int(limits.get("maxComputeInvocationsPerWorkgroup") or 256)
         mem = int(limits.get("maxComputeWorkgroupStorageSize") or 16384)
         for wg in (1024, 512, 256, 128, 64):
-            t = cls(wg=wg, fb=32)         # 48 FFN workgroups: 1.40 vs 1.54 GPU ms/token with 24 (H200 sweep)
+            # 48 FFN workgroups: 1.40 vs 1.54 GPU ms/token with 24; split: 0.86 vs 0.91 (H200 sweeps,
+            # results/2026-12-02-nvidia-h200-resident, results/2026-12-03-nvidia-h200-split)
+            t = cls(wg=wg, fb=32, split=1)
             if wg <= cap and t.shared_bytes(cfg) <= mem:
                 return t
         return cls()
