@@ -9,7 +9,7 @@ this module is enough) and says, per plan, what one token costs in dispatches, s
 | fused         | one_pass     | 123              | 1 + 1                    | 1               |
 | gpu_loop (K)  | one_pass     | 123              | (1 + 1) / K              | 1 / K           |
 | resident (K)  | one_pass     | 62 + 1/K         | (1 + 1) / K              | 1 / K           |
-(SmolLM2-135M: 30 layers.)  resident: 2 per layer + FINAL + head, and one argmax tail per block of K; its
+(SmolLM2-135M: 30 layers.)  resident: 2 per layer (3 with split, the GPU default: 92 + 1/K) + FINAL + head, and one argmax tail per block of K; its
 dispatches after the first of a token encode only dispatchWorkgroups (app/llm/resident.py).  A PlanSpec may carry two optional attributes that app/llm/generate.py
 honours: `prepare(model)` (async: compile extra kernels before recording) and `generate(...)` (a plan
 with its own token loop).  Pure parts: ORDER, declared_costs.

@@ -13,6 +13,9 @@ head, rows one subgroup round after another) took 31 µs per layer.  On the CPU 
     reduction.  Per token: 2·n_layers + 1 (FINAL: the last residual) + 1 (head) = 62 for SmolLM2's 30
     layers, plus 1 `tail` per block (the argmax of the block's last token; every other token's argmax is
     folded into the next token's first dispatch).
+  * split (ResidentTuning.split, the GPU default since results/2026-12-03-nvidia-h200-split): Q|K|V, RoPE and
+    the KV write get a step of their own over all NWG workgroups, so the 9 attention workgroups no longer
+    each recompute their group's K and V: 3 steps per layer, 92 dispatches per token, 5% less GPU time.
   * Dispatch-only encoding: a GPU step counter (each workgroup atomically adds 1; step = count / NWG)
     tells a `step` dispatch which layer and phase it is, so all 61 are the same call with the same bind
     group: one setBindGroup per pass, setPipeline only when switching to/from the head, and otherwise
