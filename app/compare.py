@@ -15,6 +15,7 @@ import json
 
 import js  # type: ignore
 
+from app.adapter import is_cpu
 from app.compare_report import (NO_DISPATCH_COUNT, add_comparisons, label, summarise, webgpu_label)
 
 QUICK_MAX_NEW, FULL_MAX_NEW = 8, 32
@@ -286,7 +287,7 @@ def notes(lab, caps: dict) -> list[str]:
            "agree = length of the greedy prefix on which the row matches ours; llama.cpp quantizes activations to "
            "8 bits for its dot products, so a token whose top-2 logits are close may legitimately differ."]
     adapter = (lab.env or {}).get("adapter") or {}
-    if adapter.get("isFallbackAdapter") or adapter.get("architecture") == "swiftshader":
+    if is_cpu(adapter):
         out.append("This adapter is a software fallback (SwiftShader): 'on GPU' rows run WebGPU on the CPU cores.")
     if caps and not caps.get("jspi"):
         out.append("This browser lacks JSPI (WebAssembly.Suspending); wllama may fail or run without async reads.")

@@ -26,6 +26,7 @@
 // No dispatch reads what it writes: ATTN reads XM, PF, HP and writes X, PA; FFN reads X, PA and writes
 // XM, PF; FINAL reads XM, PF and writes XF; head reads XF and writes HP.  K/V[pos] of this token come
 // from workgroup memory, earlier positions from the cache, so no workgroup reads another's writes.
+// With SPLIT, QKV reads XM, PF, HP and writes X, Q and K/V[pos]; ATTN reads Q and the cache and writes PA.
 // Every partial is summed in a fixed order: the result does not depend on scheduling.
 //
 // Matrices are the GGUF bytes as stored.  Q4_1 blocks (W): 20 bytes = 5 u32 (f16 d | f16 m, then 16 bytes

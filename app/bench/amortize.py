@@ -12,6 +12,7 @@ drivers (comma list), skip_isolation=1, skip_per_dispatch=1 (tuning runs), fused
 """
 from __future__ import annotations
 
+from app.adapter import is_cpu
 from app.bench import amortize_report as R
 from app.bench import isolation
 
@@ -103,8 +104,7 @@ async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
     runs = {c: [] for c in combos}
     unsupported = {}
     total = (cfg["runs"] + 1) * len(combos)
-    info = m.dev.adapter_info
-    full_warm = not (info.get("isFallbackAdapter") or info.get("architecture") == "swiftshader")
+    full_warm = not is_cpu(m.dev.adapter_info)
     for r in range(-1, cfg["runs"]):          # round -1: untimed warm-up (first use, clocks), discarded
         for i, (plan, driver) in enumerate(combos):
             lab.check_cancel()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.adapter import is_cpu
 from app.bench import stats
 
 KERNEL = "wgsl/isolation_matvec_q4_1.wgsl"
@@ -26,7 +27,7 @@ def config(adapter_info: dict, quick: bool) -> dict:
     thread per row, since workgroup barriers are very costly there, and a 1024×1024 matrix, since the
     whole 4096² matvec takes ~0.2 s on two cores and would bury a 20–50 µs/dispatch slope in noise.
     """
-    cpu = bool(adapter_info.get("isFallbackAdapter")) or adapter_info.get("architecture") == "swiftshader"
+    cpu = is_cpu(adapter_info)
     size = 1024 if cpu else 4096
     cfg = {"rows": size, "cols": size, "max_k": 512, "reps": 7, "wg": 64 if cpu else 256, "rpw": 64 if cpu else 8}
     if quick:

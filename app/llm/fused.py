@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.adapter import is_cpu
+
 from .kernels import STEP_STRIDE
 
 PARTS_KEY = "fused_parts"
@@ -65,8 +67,7 @@ class FusedTuning:
         """Defaults from a sweep on an NVIDIA H200 (results/…-amortize-h200): the attention block, one
         workgroup per head, went from 46 to 31 µs per layer with 1024 invocations instead of 256."""
         sg = int(info.get("subgroupMinSize") or 4)
-        cpu = bool(info.get("isFallbackAdapter")) or info.get("architecture") == "swiftshader"
-        if cpu:
+        if is_cpu(info):
             return cls(sg_min=sg)
         attn = min(1024, int((limits or {}).get("maxComputeInvocationsPerWorkgroup") or 256))
         return cls(wg=128, tpr=min(32, sg), rpt=1, qpi=1, head_wg=256, head_tpr=min(8, sg), head_rpt=2,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.adapter import is_cpu
+
 from .kernels import STEP_STRIDE
 
 MAX_SLOTS = 64                       # per-step uniform slots (a GPU loop encodes up to this many tokens)
@@ -42,8 +44,7 @@ class Tuning:
 
     @classmethod
     def for_adapter(cls, info: dict) -> "Tuning":
-        cpu = bool(info.get("isFallbackAdapter")) or info.get("architecture") == "swiftshader"
-        if cpu:
+        if is_cpu(info):
             return cls()
         return cls(matvec="tpr", mv_tpr=16, mv_wg=128, head_tpr=8, head_wg=128, red_wg=64, wg=64)
 

@@ -9,8 +9,9 @@ this module is enough) and says, per plan, what one token costs in dispatches, s
 | fused         | one_pass     | 123              | 1 + 1                    | 1               |
 | gpu_loop (K)  | one_pass     | 123              | (1 + 1) / K              | 1 / K           |
 | resident (K)  | one_pass     | 62 + 1/K         | (1 + 1) / K              | 1 / K           |
-(SmolLM2-135M: 30 layers.)  resident: 2 per layer (3 with split, the GPU default: 92 + 1/K) + FINAL + head, and one argmax tail per block of K; its
-dispatches after the first of a token encode only dispatchWorkgroups (app/llm/resident.py).  A PlanSpec may carry two optional attributes that app/llm/generate.py
+(SmolLM2-135M: 30 layers.)  resident: 2 per layer (3 with split, the GPU default: 92 + 1/K) + FINAL + head,
+and one argmax tail per block of K; its dispatches after the first of a token encode only dispatchWorkgroups
+(app/llm/resident.py).  A PlanSpec may carry two optional attributes that app/llm/generate.py
 honours: `prepare(model)` (async: compile extra kernels before recording) and `generate(...)` (a plan
 with its own token loop).  Pure parts: ORDER, declared_costs.
 """
@@ -23,8 +24,8 @@ ORDER = ("op_by_op", "token_encoder", "token_pass", "fused", "gpu_loop", "reside
 LOOP_PLANS = ("gpu_loop", "resident")        # K tokens per submit: their own token loop, parameter k
 
 
-def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K) -> dict:
-    """What the plan declares one decoded token costs (the suite compares the counted values with it)."""
+def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K, split: int = 0) -> dict:
+    """What the plan declares one decoded token costs (split: resident's 3-step layout)."""
     if plan in ("op_by_op", "token_encoder", "token_pass"):
         d = dispatch_counts(n_layers, True)
         submits = (d if plan == "op_by_op" else 1) + 1
@@ -35,7 +36,7 @@ def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K) -> dic
     if plan == "gpu_loop":
         return {"dispatches_per_token": d, "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
     if plan == "resident":
-        return {"dispatches_per_token": resident.expected_dispatches(n_layers, k, 1, resident.ACTIVE["split"]),
+        return {"dispatches_per_token": resident.expected_dispatches(n_layers, k, 1, split),
                 "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
     raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(ORDER)}")
 
@@ -53,7 +54,9 @@ def _resident_record(m, slot=0, logits=True):
 
 
 def _resident_declared(cfg, logits=True):
-    return resident.dispatch_count(cfg.n_layers, logits, resident.ACTIVE["split"]) + (1 if logits else 0)
+    """One single-token block of the 2-step layout.  Runs do not use this: the plan has its own loop, whose
+    expected count comes from the prepared tuning (resident.Resident.expected), split or not."""
+    return resident.dispatch_count(cfg.n_layers, logits) + (1 if logits else 0)
 
 
 def _register() -> None:

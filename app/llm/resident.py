@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.adapter import is_cpu
+
 from . import gpu_loop
 from .gpu_loop import Loop, block_lengths
 
@@ -54,9 +56,6 @@ def step_kind(step: int, n_layers: int, split: int = 0) -> str:
     if step == per * n_layers:
         return "final"
     return (("qkv", "attn", "ffn") if split else ("attn", "ffn"))[step % per]
-
-
-ACTIVE = {"split": 0}            # the last prepared tuning's split, for the cfg-only declared counts
 
 
 def dispatch_count(n_layers: int, logits: bool = True, split: int = 0) -> int:
@@ -86,8 +85,7 @@ class ResidentTuning:
 
     @classmethod
     def for_adapter(cls, info: dict, limits: dict | None, cfg) -> "ResidentTuning":
-        cpu = bool(info.get("isFallbackAdapter")) or info.get("architecture") == "swiftshader"
-        if cpu:
+        if is_cpu(info):
             return cls()
         limits = limits or {}
         cap = int(limits.get("maxComputeInvocationsPerWorkgroup") or 256)
@@ -106,14 +104,15 @@ class ResidentTuning:
         the gathered partial sums (≤ max(wg, d_model / 4) vec4s) and a chunk's scores (head_dim / 16 parts per
         position on 4-wide subgroups)."""
         pairs = cfg.d_model // 64
-        return max(4 * self.wg, cfg.d_model, self.wg * cfg.head_dim // 16, 3 * cfg.head_dim * pairs, 2 * self.fb * pairs, self.head_rows * pairs,
-                   cfg.d_model * cfg.head_dim // 32, cfg.d_model * self.fb // 32)
+        return max(4 * self.wg, cfg.d_model, self.wg * cfg.head_dim // 16, 3 * cfg.head_dim * pairs,
+                   2 * self.fb * pairs, self.head_rows * pairs, cfg.d_model * cfg.head_dim // 32,
+                   cfg.d_model * self.fb // 32)
 
     def shared_bytes(self, cfg) -> int:
         """Workgroup memory of wgsl/resident.wgsl: xs and vec_b (with their padding), bs, prod, vec_a, q4, red,
         redu, 3 broadcast words."""
-        return 4 * (cfg.d_model + cfg.d_model // 16 + cfg.d_model // 32 + self.prod(cfg) + 4 * cfg.head_dim + self.wg + self.wg // 32
-                    + 2 * (self.wg // 4) + 3)
+        return 4 * (cfg.d_model + cfg.d_model // 16 + cfg.d_model // 32 + self.prod(cfg) + 4 * cfg.head_dim
+                    + self.wg + self.wg // 32 + 2 * (self.wg // 4) + 3)
 
     def nwg(self, cfg) -> int:
         return cfg.ffn // self.fb
@@ -228,7 +227,6 @@ async def prepare(m) -> None:
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
             m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, own, f"resident {entry}", modules)
         m.resident_tuning = t
-    ACTIVE["split"] = t.split
     for key, size in (("resident_state", 4 * (STATE_HEADER + m.ctx + 1)),
                       ("resident_scratch", 4 * scratch_floats(c, t))):
         if key in m.act and m.memory.get(key) != size:

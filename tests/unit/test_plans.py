@@ -334,4 +334,6 @@ def test_resident_split_steps():
     assert kinds == ["qkv", "attn", "ffn", "qkv", "attn", "ffn", "final"]
     assert [resident.step_kind(s, 2) for s in range(5)] == ["attn", "ffn", "attn", "ffn", "final"]
     with pytest.raises(ValueError, match="split"):
-        resident.ResidentTuning(wg=64, fb=64, split=2).check(SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152))
+        resident.ResidentTuning(wg=64, fb=64, split=2).check(SimpleNamespace(
+            n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152))
+    assert plans.declared_costs("resident", 30, k=4, split=1)["dispatches_per_token"] == (92 * 4 + 1) / 4
