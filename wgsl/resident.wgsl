@@ -63,8 +63,8 @@ struct State {
     ctr: atomic<u32>,
     prompt_len: u32,
     ctx: u32,
-    pad: u32,
-    tokens: array<u32>,
+    pos: u32,                                                // GRID: tokens computed (FINAL's workgroup 0 adds 1)
+    tokens: array<atomic<u32>>,                              // ctx + 1 tokens, then (ACC) the accumulators
 }
 
 override D: u32;
@@ -91,6 +91,8 @@ override NOFF_FFN: u32;
 override NOFF_OUT: u32;
 override SPLIT: u32 = 0u;                                    // 1: Q|K|V in a step of its own (3 per layer)
 override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
+override ACC: u32 = 0u;                                      // 1: residual sums in fixed-point atomics (see acc_add)
+override GRID: u32 = 0u;                                     // 1: the step is the dispatch's workgroup count − NWG
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<u32>;
@@ -114,6 +116,9 @@ var<workgroup> redu: array<u32, WG / 4u>;
 var<workgroup> w_step: u32;                               // broadcast slots (workgroupUniformLoad), one
 var<workgroup> w_plen: u32;                               // per value so that no slot is rewritten
 var<workgroup> w_tok: u32;                                // while another invocation may still read it
+var<workgroup> w_pos: u32;
+var<private> p_ctx: u32;                                  // st.ctx, read first thing
+var<private> p_slot: u32;                                 // ACC: (pos · N_LAYERS + l) % 2, this layer's slot
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
@@ -302,6 +307,57 @@ fn partials(i: u32, np: u32) -> vec4<f32> {
     return r;
 }
 
+// ACC = 1: the residual stream's sums as exact fixed-point integers instead of partial vectors.  A value v
+// is N = v · 2^32 rounded down, kept as hi = floor(v · 2^8) (i32) and lo = the remaining 24 bits (u32), in two
+// words that every contributor atomicAdds into; Σ lo of ≤ 255 contributors cannot overflow, so no carry is
+// needed and the adds can be fire-and-forget.  Integer addition is associative: the sum does not depend on
+// the order the workgroups arrive in, and it is exact up to 2^-32 per term (|v| < 65536 for an exact hi; the
+// sum must stay under 2^23).  Accumulator a (words st.tokens[a .. a + 2·D): hi[D] | lo[D]): which 0 = RA (the
+// residual after the attention: the layer's input + Σ heads' output-projection slices), 1 = RF (after the
+// FFN: RA + Σ down-projection slices); two slots each, alternating per layer (p_slot).  The dispatch after
+// the one that reads a slot zeroes it (acc_zero), before the layer after next adds into it again.
+fn acc_at(which: u32, slot: u32) -> u32 { return p_ctx + 1u + (2u * which + slot) * 2u * D; }
+
+fn acc_add(a: u32, i: u32, v: f32) {
+    if (skip(1u)) { return; }
+    let t = v * 256.0;
+    let hi = floor(t);
+    let lo = u32((t - hi) * 16777216.0);
+    let h = bitcast<u32>(i32(clamp(hi, -2147483520.0, 2147483520.0)));
+    if (h != 0u) { atomicAdd(&st.tokens[a + i], h); }
+    if (lo != 0u) { atomicAdd(&st.tokens[a + D + i], lo); }
+}
+
+fn acc_add4(a: u32, i: u32, v: vec4<f32>) {
+    for (var c = 0u; c < 4u; c++) { acc_add(a, 4u * i + c, v[c]); }
+}
+
+fn acc_get4(a: u32, i: u32) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    if (skip(1u)) { return r; }
+    for (var c = 0u; c < 4u; c++) {
+        let hi = bitcast<i32>(atomicLoad(&st.tokens[a + 4u * i + c]));
+        let lo = atomicLoad(&st.tokens[a + D + 4u * i + c]);
+        r[c] = f32(hi) * (1.0 / 256.0) + f32(lo) * (1.0 / 4294967296.0);
+    }
+    return r;
+}
+
+fn acc_zero(a: u32, li: u32) {
+    for (var i = li; i < 2u * D; i += WG) { atomicStore(&st.tokens[a + i], 0u); }
+}
+
+// GRID = 1: this token's position, read after the caller has issued its weight loads (GRID = 0: the counter's).
+fn cur_pos(li: u32, pos: u32, l: u32) -> u32 {
+    var p = pos;
+    if (GRID != 0u) {
+        if (li == 0u) { w_pos = st.pos; }
+        p = workgroupUniformLoad(&w_pos);
+    }
+    p_slot = (p * N_LAYERS + l) % 2u;
+    return p;
+}
+
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
 fn q80_pair(row: u32, p: u32) -> f32 {
     let b = (row * (D / 64u) + p) * 17u;
@@ -354,24 +410,28 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
         if (li == 0u) { w_plen = st.prompt_len; }
         let plen = workgroupUniformLoad(&w_plen);
         if (pos < plen) {
-            if (li == 0u) { w_tok = st.tokens[pos]; }
+            if (li == 0u) { w_tok = atomicLoad(&st.tokens[pos]); }
             token = workgroupUniformLoad(&w_tok);
         } else {
             token = parts_argmax(li, lane, sid, nsg, sgs);
-            if (w == 0u && li == 0u) { st.tokens[pos] = token; }
+            if (w == 0u && li == 0u) { atomicStore(&st.tokens[pos], token); }
         }
     }
-    if (!tok_phase) { gather(li, o_pf(), NWG); }
+    if (!tok_phase && ACC == 0u) { gather(li, o_pf(), NWG); }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
         if (tok_phase) {
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
                           embed_at(token, 4u * i + 3u));
+        } else if (ACC != 0u) {
+            r = acc_get4(acc_at(1u, 1u - p_slot), i);             // RF of the layer before
         } else {
             r = sc[o_xm() + i] + partials(i, NWG);
         }
-        if (w == 0u) { sc[o_x() + i] = r; }
+        if (w == 0u) {
+            if (ACC != 0u) { acc_add4(acc_at(0u, p_slot), i, r); } else { sc[o_x() + i] = r; }
+        }
         ss += dot(r, r);
         xs[xs_at(i)] = r * nw[(l * N_STRIDE) / 4u + i];
     }
@@ -379,7 +439,7 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
 
 }
 
-fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let g = h / (HEADS / KV_HEADS);
     let kvd4 = KV_HEADS * HEAD_DIM / 4u;
     let lw = l * L_STRIDE;
@@ -399,6 +459,7 @@ fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u
     }
     let po0 = load5(short_base(min(li, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
+    let pos = cur_pos(li, pos_in, l);
     // And this invocation's K and V vec4 of the first two positions it will handle (dims dq of positions
     // tp and tp + lanes): the cache of earlier positions is final, so its latency overlaps everything
     // up to the attention.
@@ -557,7 +618,11 @@ fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u
     // PA[h] = Wo[:, h·HEAD_DIM .. +HEAD_DIM] · o_h.
     if (!skip(8u)) { short_matvec(li, n_o, lw + OFF_O, orw, h * ob, ob, po0, po1); }
     workgroupBarrier();
-    for (var r = li; r < D; r += WG) { sc_set(4u * o_pa() + h * D + r, row_sum(r, ob)); }
+    if (ACC != 0u) {
+        for (var r = li; r < D; r += WG) { acc_add(acc_at(0u, p_slot), r, row_sum(r, ob)); }
+    } else {
+        for (var r = li; r < D; r += WG) { sc_set(4u * o_pa() + h * D + r, row_sum(r, ob)); }
+    }
 }
 
 // split: the Q|K|V step of layer l.  Workgroup w computes rows w·QR … of the joined Q|K|V matrix (QR even,
@@ -565,7 +630,7 @@ fn attn(l: u32, h: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u
 // cache at pos; the ATTN step then has only the attention and its output-projection slice to do.
 fn qkv_rows() -> u32 { return (((HEADS + 2u * KV_HEADS) * HEAD_DIM + NWG - 1u) / NWG + 1u) & ~1u; }
 
-fn qkv(l: u32, w: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let total = (HEADS + 2u * KV_HEADS) * HEAD_DIM;
     let qr = qkv_rows();
     let r0 = min(w * qr, total);
@@ -575,6 +640,7 @@ fn qkv(l: u32, w: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u3
     let base = l * L_STRIDE + r0 * rw;
     let n = nr * pairs;
     let pre = load10(base + min(li, max(n, 1u) - 1u) * 10u);    // item = (row, pair): rows are contiguous
+    let pos = cur_pos(li, pos_in, l);
     let scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
     block_sums(li);
     if (!skip(2u)) {
@@ -611,7 +677,7 @@ fn qkv(l: u32, w: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u3
     }
 }
 
-fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let lw = l * L_STRIDE;
     let rw = (D / 32u) * 5u;
     let rows = array<u32, 3>(lw + OFF_GATE + f * FB * rw, lw + OFF_GATE + (FFN + f * FB) * rw, 0u);
@@ -623,12 +689,19 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
     let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
     let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
+    cur_pos(li, pos, l);                                     // sets p_slot
 
-    gather(li, o_pa(), HEADS);
+    if (ACC == 0u) { gather(li, o_pa(), HEADS); }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
-        let r = sc[o_x() + i] + partials(i, HEADS);
-        if (f == 0u) { sc[o_xm() + i] = r; }
+        var r = vec4<f32>(0.0);
+        if (ACC != 0u) {
+            r = acc_get4(acc_at(0u, p_slot), i);
+            if (f == 0u) { acc_add4(acc_at(1u, p_slot), i, r); }
+        } else {
+            r = sc[o_x() + i] + partials(i, HEADS);
+            if (f == 0u) { sc[o_xm() + i] = r; }
+        }
         ss += dot(r, r);
         xs[xs_at(i)] = r * nw[(l * N_STRIDE + NOFF_FFN) / 4u + i];
     }
@@ -648,34 +721,63 @@ fn ffn(l: u32, f: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
     // PF[f] = Wdown[:, f·FB .. +FB] · a.
     if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, f * db, db, pd0, pd1); }
     workgroupBarrier();
-    for (var r = li; r < D; r += WG) { sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
+    if (ACC != 0u) {
+        for (var r = li; r < D; r += WG) { acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }
+    } else {
+        for (var r = li; r < D; r += WG) { sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
+    }
 }
 
 @compute @workgroup_size(WG)
 fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
-        @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
+        @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32,
+        @builtin(num_workgroups) grid: vec3<u32>) {
     let ctx = st.ctx;                                        // issued before the counter's round trip
-    if (li == 0u) { w_step = atomicAdd(&st.ctr, 1u) / NWG; }
-    let s = workgroupUniformLoad(&w_step);
+    p_ctx = ctx;
     let per = 2u + min(SPLIT, 1u);                           // steps per layer
     let spt = per * N_LAYERS + 1u;
-    let pos = s / spt;
-    let ph = s % spt;
+    var pos = 0u;                                            // GRID: read by cur_pos once the weights are asked for
+    var ph = 0u;
+    if (GRID != 0u) {
+        if (wg.x >= NWG || grid.x < NWG) { return; }        // the extra workgroups only carry the step number
+        ph = min(grid.x - NWG, spt - 1u);
+    } else {
+        if (li == 0u) { w_step = atomicAdd(&st.ctr, 1u) / NWG; }
+        let s = workgroupUniformLoad(&w_step);
+        pos = s / spt;
+        ph = s % spt;
+    }
     let l = ph / per;
     var kind = ph % per;                                     // 0 ATTN, 1 FFN, 2 QKV (split: QKV, ATTN, FFN)
     if (SPLIT != 0u) { kind = (kind + 2u) % 3u; }
     if (ph == per * N_LAYERS) {                              // FINAL
-        if (wg.x == 0u && !skip(512u)) {
-            gather(li, o_pf(), NWG);
-            for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, NWG); }
+        if (wg.x == 0u) {
+            let p = cur_pos(li, pos, N_LAYERS - 1u);
+            if (!skip(512u)) {
+                if (ACC != 0u) {
+                    for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = acc_get4(acc_at(1u, p_slot), i); }
+                } else {
+                    gather(li, o_pf(), NWG);
+                    for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, NWG); }
+                }
+            }
+            if (GRID != 0u && li == 0u) { st.pos = p + 1u; }  // no other workgroup of FINAL reads it
         }
-    } else if (kind == 2u) {
+        return;
+    }
+    if (kind == 2u) {
         if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (kind == 0u) {
         if (wg.x < HEADS && !skip(64u)) { attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (!skip(128u)) {
-        ffn(l, wg.x, li, lane, sid, nsg, sgs);
+        ffn(l, wg.x, pos, li, lane, sid, nsg, sgs);
+    }
+    // ACC: the first step of a layer zeroes the other RA slot (read by the FFN step just before), the second
+    // the other RF slot (read by the first step just before).
+    if (ACC != 0u && ph % per < 2u && wg.x == NWG - 1u) {
+        cur_pos(li, pos, l);
+        acc_zero(acc_at(ph % per, 1u - p_slot), li);
     }
 }
 
@@ -728,7 +830,8 @@ fn tail(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_i
         @builtin(subgroup_id) sid: u32, @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
     let token = parts_argmax(li, lane, sid, nsg, sgs);
     if (li == 0u) {
-        let pos = atomicLoad(&st.ctr) / NWG / ((2u + min(SPLIT, 1u)) * N_LAYERS + 1u);   // tokens computed so far
-        st.tokens[pos] = token;
+        var pos = st.pos;                                    // tokens computed so far
+        if (GRID == 0u) { pos = atomicLoad(&st.ctr) / NWG / ((2u + min(SPLIT, 1u)) * N_LAYERS + 1u); }
+        atomicStore(&st.tokens[pos], token);
     }
 }

@@ -99,7 +99,8 @@ async def gpu_profile(lab, params: dict) -> dict:
         prefix = [504, 3458, 282, 4649, 314]                          # a short real prefix
         if plan == "resident":                                        # its own state: counter and prompt
             from app.llm import resident
-            m.dev.write_buffer(m.act["resident_state"], 0, np.array([0, 6, m.ctx, 0, *prefix, 30], np.uint32))
+            m.dev.write_buffer(m.act["resident_state"], 0,
+                               resident.state_init(m.cfg, m.resident_tuning, m.ctx, [*prefix, 30]))
             await replay(m.dev, resident.block_plan(m, len(prefix), False, False), "one_pass", "js")
             p = resident.block_plan(m, 1, True, True)
         else:

@@ -41,7 +41,7 @@ from . import gpu_loop
 from .gpu_loop import Loop, block_lengths
 
 KERNEL = "resident.wgsl"
-STATE_HEADER = 4                 # u32 words before tokens[]: ctr, prompt_len, ctx, pad
+STATE_HEADER = 4                 # u32 words before tokens[]: ctr, prompt_len, ctx, pos
 OVERRIDES: dict = {}             # ResidentTuning fields to override (URL parameter resident_tuning)
 
 
@@ -73,7 +73,11 @@ class ResidentTuning:
     """wg: invocations per workgroup; fb: FFN rows per FFN workgroup (NWG = ffn / fb workgroups per step);
     head_rows: output rows per head workgroup; head_wg: the head's workgroup size (0: wg); skip: the kernel's
     ablation bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it);
-    split: 1 puts Q|K|V (+ RoPE, KV write) in a step of its own over all NWG workgroups, 3 steps per layer.
+    split: 1 puts Q|K|V (+ RoPE, KV write) in a step of its own over all NWG workgroups, 3 steps per layer;
+    acc: 1 sums the residual stream in exact fixed-point atomics (2 words per element) instead of leaving
+    partial vectors that every workgroup of the next step gathers; grid: 1 tells a step dispatch its step by
+    its workgroup count (NWG + step; the extra workgroups return at once) instead of the atomic counter, so
+    its weight loads need no round trip first.
     GPUs: the largest workgroup whose workgroup memory fits (latency: one workgroup per head, so more
     invocations = more loads in flight).  CPU adapters: 64."""
     wg: int = 64
@@ -82,6 +86,8 @@ class ResidentTuning:
     head_wg: int = 0
     skip: int = 0
     split: int = 0
+    acc: int = 0
+    grid: int = 0
 
     @classmethod
     def for_adapter(cls, info: dict, limits: dict | None, cfg) -> "ResidentTuning":
@@ -125,8 +131,10 @@ class ResidentTuning:
 
     def check(self, cfg) -> None:
         """ValueError naming the first shape this tuning cannot serve."""
-        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.split not in (0, 1):
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024, split 0 or 1)")
+        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024 or \
+                any(v not in (0, 1) for v in (self.split, self.acc, self.grid)):
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024, split, acc and "
+                             "grid 0 or 1)")
         if self.head_size() % 64 or self.head_size() > self.wg:
             raise ValueError(f"resident: head_wg {self.head_wg} must be a multiple of 64 and ≤ wg")
         if self.wg % 64 or self.wg < cfg.head_dim:
@@ -135,6 +143,8 @@ class ResidentTuning:
             raise ValueError(f"resident: fb={self.fb} must be a multiple of 32 dividing ffn={cfg.ffn}, ≤ wg")
         if self.nwg(cfg) < cfg.n_heads:
             raise ValueError(f"resident: ffn / fb = {self.nwg(cfg)} workgroups, fewer than the {cfg.n_heads} heads")
+        if self.acc and self.nwg(cfg) + 1 > 255:
+            raise ValueError(f"resident: acc sums the low words of ≤ 255 contributors, not {self.nwg(cfg) + 1}")
         qd = cfg.head_dim // 4
         if cfg.d_model % 64 or cfg.head_dim % 32 or qd & (qd - 1) or cfg.n_heads % cfg.n_kv_heads:
             raise ValueError("resident: needs d_model % 64 == 0, head_dim a power of two ≥ 32 and whole query groups")
@@ -190,6 +200,24 @@ def supported_why(features, info: dict) -> str | None:
     return None
 
 
+def state_words(cfg, t: ResidentTuning, ctx: int) -> int:
+    """The state buffer: header, ctx + 1 tokens, then (acc) 2 accumulators × 2 slots × (hi, lo) × d_model."""
+    return STATE_HEADER + ctx + 1 + (8 * cfg.d_model if t.acc else 0)
+
+
+def state_init(cfg, t: ResidentTuning, ctx: int, ids: list) -> np.ndarray:
+    """What a generation starts from: counter and position 0, the prompt, zeroed accumulators."""
+    w = np.zeros(state_words(cfg, t, ctx), np.uint32)
+    w[1], w[2] = len(ids), ctx
+    w[STATE_HEADER:STATE_HEADER + len(ids)] = ids
+    return w
+
+
+def grid(cfg, t: ResidentTuning, step: int) -> int:
+    """Workgroups of step dispatch `step` of a token (grid: NWG + step, else NWG)."""
+    return t.nwg(cfg) + (step if t.grid else 0)
+
+
 def scratch_floats(cfg, t: ResidentTuning) -> int:
     return (3 * cfg.d_model + cfg.n_heads * cfg.head_dim + cfg.n_heads * cfg.d_model + t.nwg(cfg) * cfg.d_model
             + 2 * t.head_groups(cfg))
@@ -221,13 +249,14 @@ async def prepare(m) -> None:
         consts.update({"D": c.d_model, "HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads, "HEAD_DIM": c.head_dim,
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
-                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "SKIP": t.skip, "SPLIT": t.split})
+                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "SKIP": t.skip, "SPLIT": t.split,
+                       "ACC": t.acc, "GRID": t.grid})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
             m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, own, f"resident {entry}", modules)
         m.resident_tuning = t
-    for key, size in (("resident_state", 4 * (STATE_HEADER + m.ctx + 1)),
+    for key, size in (("resident_state", 4 * state_words(c, t, m.ctx)),
                       ("resident_scratch", 4 * scratch_floats(c, t))):
         if key in m.act and m.memory.get(key) != size:
             m.act.pop(key).destroy()
@@ -256,7 +285,7 @@ def block_plan(m, length: int, logits: bool, tail: bool):
     step, head = m.kernels["r_step"].pipeline, m.kernels["r_head"].pipeline
     for i in range(length):
         for s in range(steps_per_token(c.n_layers, t.split)):
-            P.add(step, bg, (t.nwg(c),), None, f"r{i}.{s}", keep_state=s > 0)
+            P.add(step, bg, (grid(c, t, s),), None, f"r{i}.{s}", keep_state=s > 0)
         if logits:
             P.add(head, bg, (t.head_groups(c),), None, f"r{i}.head")
     if tail:
@@ -286,8 +315,7 @@ class Resident:
 
     async def prefill(self, m, loop, ids: list) -> None:
         """State header (counter 0) and the prompt, then positions 0..n-2 without the head."""
-        head = np.array([0, len(ids), m.ctx, 0, *ids], np.uint32)
-        m.dev.write_buffer(m.act["resident_state"], 0, head)
+        m.dev.write_buffer(m.act["resident_state"], 0, state_init(m.cfg, m.resident_tuning, m.ctx, ids))
         for length in block_lengths(len(ids) - 1, loop.k):
             await loop.replay(block_plan(m, length, False, False))
 

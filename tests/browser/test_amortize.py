@@ -106,6 +106,22 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
     assert r["dispatch_count_ok"] is True
 
 
+@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1}'])
+def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
+    """acc (residual sums as fixed-point atomics, two slots per accumulator zeroed one dispatch after their
+    read) and grid (the step from the workgroup count, the position from the state): same tokens over a
+    prompt of several tokens and blocks of 3, declared dispatches unchanged (the extra workgroups are not
+    dispatches)."""
+    out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
+                                    "k": 3, "resident_tuning": tuning})
+    (r,) = out["plans"]
+    assert "unsupported" not in r, r
+    assert r["generated_token_ids"] == PROMPT_GREEDY
+    per = 92 if "split" in tuning else 62
+    assert r["dispatches_per_token"] == (per * 4 + 2) / 4
+    assert r["dispatch_count_ok"] is True
+
+
 def test_resident_ablation_skips_the_work(lab_page):
     """skip (timing runs only) really removes work: with every phase but ATTN's token pick skipped (all bits
     but 64), the head's parts name token 300, so that is what comes out, every time."""
