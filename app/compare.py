@@ -4,10 +4,12 @@ Rows, all with the same raw prompt, greedy decoding, max new tokens and context 
   ours <best plan>, ours op_by_op            app.llm (WebGPU, our WGSL kernels)
   wllama webgpu  (n_gpu_layers 999)          labelled a GPU run only when llama.cpp logs a full offload
   wllama cpu, 1 thread / all cores           navigator.hardwareConcurrency
-Each engine loads once, makes one untimed 1-token warm-up, then `runs` timed generations; the row holds the
-median decode rate with a bootstrap CI.  Any failure stays in its row (error + note); the rest still runs.
+Each engine loads once, makes one untimed warm-up (a whole generation on a real GPU, whose clocks need it:
+app.bench.amortize found first runs up to 4x slower; 1 token on a CPU adapter), then `runs` timed
+generations; the row holds the median decode rate with a bootstrap CI.  Any failure stays in its row
+(error + note); the rest still runs.
 Params: prompt, chat, max_new_tokens, runs, quick, driver (ours), plan (ours' main row; default: the plan
-registry's best for this adapter), model.
+registry's best for this adapter), model, fused_tuning / resident_tuning (as in the amortize suite).
 """
 from __future__ import annotations
 
@@ -100,7 +102,7 @@ async def run_ours(lab, row: dict, plan: str, driver: str, ids: list, max_new: i
     from app.llm import session
     from app.llm.generate import generate
     m = await session.get_model(lab, n_ctx, url)  # loaded already by run(); this only sizes the KV cache
-    await generate(lab, m, ids, 1, plan, driver)  # warm-up: records the plan, first-use costs
+    await generate(lab, m, ids, warm_tokens(lab, max_new), plan, driver)  # warm-up: the plan, first use, clocks
     results = []
     for i in range(runs):
         lab.check_cancel()
@@ -145,7 +147,8 @@ async def run_wllama(lab, w, row: dict, caps: dict, text: str, max_new: int, n_c
         if r.get("threads") != row["threads"]:
             row["note"] = _join(row["note"], f"asked for {row['threads']} threads, wllama uses {r.get('threads')}")
             row["threads"] = r.get("threads")
-        warm = await call(w.complete, {"prompt": text, "n_predict": 1, "timeout_ms": timeout})
+        warm = await call(w.complete, {"prompt": text, "n_predict": warm_tokens(lab, max_new),
+                                       "timeout_ms": timeout})
         if not warm.get("ok"):
             row["error"] = f"wllama failed to generate: {warm.get('error')}"
             return
@@ -170,14 +173,21 @@ async def run_wllama(lab, w, row: dict, caps: dict, text: str, max_new: int, n_c
         await w.unload()
 
 
+def warm_tokens(lab, max_new: int) -> int:
+    """Tokens of the untimed warm-up: a whole run on a real GPU, 1 on a CPU adapter (or none)."""
+    return max_new if lab.dev is not None and not is_cpu(lab.dev.adapter_info) else 1
+
+
 def _join(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
 
 
 # ------------------------------------------------------------------------------------ the suite
 async def run(lab, params: dict) -> dict:
+    from app.bench.amortize import set_tuning
     from app.lab import Cancelled, describe
     p = parse(params)
+    set_tuning(params)
     url = params.get("model") or "models/SmolLM2-135M-Instruct.Q4_1.gguf"
     best = p["plan"] or best_plan(lab.dev)
     hc = int(js.navigator.hardwareConcurrency or 1)
@@ -191,7 +201,14 @@ async def run(lab, params: dict) -> dict:
            "driver": p["driver"], "reference": f"ours/{best}", "engines": rows, "wllama": {},
            "notes": [f"ours' main row runs plan {best}: " + ("chosen with the plan parameter" if p["plan"] else
                      "our fastest plan on this kind of adapter (app.llm.plans.best: resident on GPUs with subgroups, "
-                     "else gpu_loop; token_pass on fallback/CPU adapters; as measured)")]}
+                     "else gpu_loop; token_pass on fallback/CPU adapters; as measured)"),
+                     "warm-up before the timed runs: " + ("a whole generation (GPU clocks)"
+                                                          if warm_tokens(lab, p["max_new"]) > 1 else "1 token")]}
+    from app.llm import fused, resident
+    for name, over in (("fused_tuning_overrides", fused.OVERRIDES),
+                       ("resident_tuning_overrides", resident.OVERRIDES)):
+        if over:
+            sec[name] = dict(over)
 
     # Prompt ids come from our tokenizer; the context is sized from them so every engine gets the same n_ctx.
     from app.llm import session
@@ -278,7 +295,8 @@ def notes(lab, caps: dict) -> list[str]:
            "ours = new tokens / (last token read back − prefill done) (app/llm/generate.py); wllama = "
            "(new tokens − 1) / (last token − first token), since llama.cpp samples its first token from the prompt "
            "pass. TTFT = request to first token, prompt included. llama.cpp's own timings are in each wllama row.",
-           "Every engine loads once, makes one untimed 1-token warm-up, then the timed runs; the CI is a 95% "
+           "Every engine loads once, makes one untimed warm-up (a whole generation on a real GPU, 1 token on a CPU "
+           "adapter), then the timed runs; the CI is a 95% "
            "bootstrap interval of the median over those runs.",
            "wllama is loaded from the GGUF bytes in memory (Wllama.loadModel with a Blob): load_ms excludes the "
            "download, and nothing is written to the browser's storage.",

@@ -710,11 +710,9 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     block_sums(li);
     if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1); }
     workgroupBarrier();
-    for (var r = li; r < 2u * FB; r += WG) { vec_a[r] = row_sum(r, D / 64u) * scale; }
-    workgroupBarrier();
-    for (var i = li; i < FB; i += WG) {
-        let gt = vec_a[i];
-        vec_b[vb_at(i)] = gt / (1.0 + exp(-gt)) * vec_a[FB + i];
+    for (var i = li; i < FB; i += WG) {                     // gate row i and up row i: one barrier less
+        let gt = row_sum(i, D / 64u) * scale;
+        vec_b[vb_at(i)] = gt / (1.0 + exp(-gt)) * (row_sum(FB + i, D / 64u) * scale);
     }
     workgroupBarrier();
 

@@ -23,7 +23,7 @@ def query(**extra):
 
 
 def test_compare_suite_rows_agreement_and_fallback(page, server):
-    assert open_lab(page, server, query(), timeout_s=900) == "done"
+    assert open_lab(page, server, query(resident_tuning='{"wg": 64}'), timeout_s=900) == "done"
     assert page.external_requests == []
     doc = page.evaluate("dlResults")
     report.validate(doc)
@@ -35,6 +35,8 @@ def test_compare_suite_rows_agreement_and_fallback(page, server):
     expected = {("wllama", "webgpu", hc), ("wllama", "cpu", 1)} | ({("wllama", "cpu", hc)} if hc > 1 else set())
     assert expected <= set(rows) and len(sec["engines"]) == len(ours) + len(expected)
     assert sec["n_ctx"] >= sec["prompt_tokens"] + N and sec["max_new_tokens"] == N and sec["prompt"] == PROMPT
+    assert sec["resident_tuning_overrides"] == {"wg": 64}                # recorded with the rows it applied to
+    assert "warm-up before the timed runs: 1 token" in sec["notes"]       # a CPU adapter: no clocks to ramp up
 
     for e in sec["engines"]:
         assert not e["error"], (e["engine"], e["mode"], e["error"])
