@@ -52,7 +52,11 @@
 //                                                     (floats; every region starts on a vec4)
 // SPLIT = 1 (ResidentTuning.split): 3 steps per layer, QKV(l) (workgroup w: rows w·QR … of Q|K|V, RoPE, q to
 //   Q, k/v to the cache; the residual as ATTN builds it) before ATTN(l), which then starts from q and the cache.
-// Dispatch: step (NWG, 1, 1); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
+// ACC = 1 (ResidentTuning.acc): instead of PA/PF partial vectors (and X, XM), contributors atomically add
+//   exact fixed-point values into accumulators kept after the tokens in the state (see acc_add).
+// GRID = 1 (ResidentTuning.grid): a step dispatch has NWG + s workgroups for step s of a token (the rest
+//   return at once); the position is st.pos, which FINAL's workgroup 0 advances; the counter is unused.
+// Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (multiple of 32), WG (multiple of 64, ≥ HEAD_DIM), HEAD_ROWS
 //   (rows per head workgroup), HEAD_GROUPS = ceil(VOCAB / HEAD_ROWS), PROD (see prod), layout offsets
@@ -108,7 +112,7 @@ const BIG: f32 = 3.4028234e38;
 var<workgroup> xs: array<vec4<f32>, D / 4u + D / 64u>;   // r ∘ norm weight (unnormalized), padded: see xs_at
 var<workgroup> bs: array<f32, D / 32u>;                  // Σ of xs over each 32-float block (Q4_1's m term)
 var<workgroup> prod: array<f32, PROD>;                    // per-item dot products; attention·V partials
-var<workgroup> vec_a: array<f32, 3u * HEAD_DIM>;          // q_h | k_g | v_g, then gate | up
+var<workgroup> vec_a: array<f32, 3u * HEAD_DIM>;          // q_h | k_g | v_g
 var<workgroup> q4: array<vec4<f32>, HEAD_DIM / 4u>;       // rotated q_h
 var<workgroup> vec_b: array<f32, WG + WG / 32u>;          // attention probabilities of a chunk; o_h, a (padded: vb_at)
 var<workgroup> red: array<f32, WG / 4u>;                  // one partial per subgroup (subgroups ≥ 4 wide)

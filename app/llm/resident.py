@@ -20,6 +20,14 @@ head, rows one subgroup round after another) took 31 µs per layer.  On the CPU 
     tells a `step` dispatch which layer and phase it is, so all 61 are the same call with the same bind
     group: one setBindGroup per pass, setPipeline only when switching to/from the head, and otherwise
     just dispatchWorkgroups(NWG) (app.plan Step.keep_state).
+  * acc (ResidentTuning.acc): the residual stream's sums as exact fixed-point integers (two u32 words per
+    element) that every contributing workgroup atomically adds into, instead of partial vectors that
+    every workgroup of the next step gathers (48 × d_model floats per workgroup after the FFN).  Integer
+    addition is associative, so the result is still independent of scheduling.
+  * grid (ResidentTuning.grid): step s of a token is dispatched with NWG + s workgroups (the extra ones
+    return at once) and the position is kept in the state header, so a step knows its layer, and issues
+    its weight loads, without first waiting for the counter's atomic round trip.  Still dispatch-only
+    encoding: only the workgroup count of the calls differs.
   * Matvec work items are (row, block pair): every weight load of a dispatch is issued at once instead
     of in rounds of rows, and rmsnorm's scale is applied after the dot products.
   * Blocks of K tokens per submit, double-buffered, one readback per block: app.llm.gpu_loop.run.

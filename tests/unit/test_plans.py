@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from app import report
@@ -337,3 +338,23 @@ def test_resident_split_steps():
         resident.ResidentTuning(wg=64, fb=64, split=2).check(SimpleNamespace(
             n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152))
     assert plans.declared_costs("resident", 30, k=4, split=1)["dispatches_per_token"] == (92 * 4 + 1) / 4
+
+
+def test_resident_acc_and_grid_layout():
+    """acc: the state grows by 2 accumulators × 2 slots × (hi, lo) × d_model words, zero at the start of a run;
+    grid: step s of a token is dispatched with NWG + s workgroups (NWG without grid)."""
+    cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
+    plain, acc = resident.ResidentTuning(wg=1024, fb=32), resident.ResidentTuning(wg=1024, fb=32, acc=1, grid=1)
+    assert resident.state_words(cfg, plain, 100) == 4 + 101
+    assert resident.state_words(cfg, acc, 100) == 4 + 101 + 8 * 576
+    w = resident.state_init(cfg, acc, 100, [5, 6, 7])
+    assert w.dtype == np.uint32 and len(w) == resident.state_words(cfg, acc, 100)
+    assert list(w[:7]) == [0, 3, 100, 0, 5, 6, 7] and not w[7:].any()
+    assert [resident.grid(cfg, plain, s) for s in (0, 5)] == [48, 48]
+    assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
+    acc.check(cfg)
+    for bad in ({"acc": 2}, {"grid": -1}):
+        with pytest.raises(ValueError, match="grid 0 or 1"):
+            resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
+    with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
+        resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
