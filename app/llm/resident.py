@@ -86,8 +86,8 @@ class ResidentTuning:
     partial vectors that every workgroup of the next step gathers; grid: 1 tells a step dispatch its step by
     its workgroup count (NWG + step; the extra workgroups return at once) instead of the atomic counter, so
     its weight loads need no round trip first.
-    GPUs: the largest workgroup whose workgroup memory fits (latency: one workgroup per head, so more
-    invocations = more loads in flight).  CPU adapters: 64."""
+    GPUs: split, acc and grid on, 512 invocations (the fastest on the H200; else the largest that fits).
+    CPU adapters: 64, and the knobs off."""
     wg: int = 64
     fb: int = 64
     head_rows: int = 64
@@ -104,10 +104,11 @@ class ResidentTuning:
         limits = limits or {}
         cap = int(limits.get("maxComputeInvocationsPerWorkgroup") or 256)
         mem = int(limits.get("maxComputeWorkgroupStorageSize") or 16384)
-        for wg in (1024, 512, 256, 128, 64):
-            # 48 FFN workgroups: 1.40 vs 1.54 GPU ms/token with 24; split: 0.86 vs 0.91 (H200 sweeps,
-            # results/2026-12-02-nvidia-h200-resident, results/2026-12-03-nvidia-h200-split)
-            t = cls(wg=wg, fb=32, split=1)
+        for wg in (512, 1024, 256, 128, 64):
+            # 48 FFN workgroups: 1.40 vs 1.54 GPU ms/token with 24; split: 0.86 vs 0.91; acc + grid: 0.81 vs
+            # 0.88; then wg 512: 0.80 (1024: 0.81, 256: 0.91) (H200 sweeps, results/2026-12-02-nvidia-h200-resident,
+            # results/2026-12-03-nvidia-h200-split, results/2026-12-03-nvidia-h200-acc-grid)
+            t = cls(wg=wg, fb=32, split=1, acc=1, grid=1)
             if wg <= cap and t.shared_bytes(cfg) <= mem:
                 return t
         return cls()

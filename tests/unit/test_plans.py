@@ -147,12 +147,13 @@ def test_resident_tuning_fits_workgroup_memory():
     assert (cpu.wg, cpu.nwg(cfg), cpu.head_groups(cfg)) == (64, 24, 768)
     big = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                    "maxComputeWorkgroupStorageSize": 32768}, cfg)
-    assert big.wg == 1024 and big.shared_bytes(cfg) <= 32768
+    assert (big.wg, big.split, big.acc, big.grid) == (512, 1, 1, 1) and big.shared_bytes(cfg) <= 32768
+    assert (cpu.split, cpu.acc, cpu.grid) == (0, 0, 0)
     small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                      "maxComputeWorkgroupStorageSize": 16384}, cfg)
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
     # prod holds every matvec's items and the P·V partials (4 floats per invocation)
-    assert big.prod(cfg) == 4 * 1024 and cpu.prod(cfg) == 3 * 64 * 9
+    assert big.prod(cfg) == 4 * 512 and cpu.prod(cfg) == 3 * 64 * 9
     for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}):
         with pytest.raises(ValueError, match="resident"):
             resident.ResidentTuning(**{"wg": 1024, **bad}).check(cfg)
