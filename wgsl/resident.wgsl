@@ -96,6 +96,7 @@ override NOFF_OUT: u32;
 override SPLIT: u32 = 0u;                                    // 1: Q|K|V in a step of its own (3 per layer)
 override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
 override ACC: u32 = 0u;                                      // 1: residual sums in fixed-point atomics (see acc_add)
+override KV_PRE: u32 = 2u;                                   // positions per invocation whose K, V load first (≤ 8)
 override GRID: u32 = 0u;                                     // 1: the step is the dispatch's workgroup count − NWG
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -256,13 +257,17 @@ fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 
     for (var it = li + 2u * WG; it < n; it += WG) { prod[it] = long_dot(load10(long_base(it, rows, seg)), it); }
 }
 
-// The short matvec into prod (one value per item); items li and li + WG prefetched.
-fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: array<u32, 5>, pre1: array<u32, 5>) {
+// The short matvec into prod (one value per item); items li, li + WG (and li + 2·WG when npre = 3) prefetched.
+fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: array<u32, 5>, pre1: array<u32, 5>,
+                pre2: array<u32, 5>, npre: u32) {
     if (li < n) { prod[li] = q41_vb(pre0[0], vec4<u32>(pre0[1], pre0[2], pre0[3], pre0[4]), li % nb); }
     if (li + WG < n) {
         prod[li + WG] = q41_vb(pre1[0], vec4<u32>(pre1[1], pre1[2], pre1[3], pre1[4]), (li + WG) % nb);
     }
-    for (var it = li + 2u * WG; it < n; it += WG) {
+    if (npre > 2u && li + 2u * WG < n) {
+        prod[li + 2u * WG] = q41_vb(pre2[0], vec4<u32>(pre2[1], pre2[2], pre2[3], pre2[4]), (li + 2u * WG) % nb);
+    }
+    for (var it = li + npre * WG; it < n; it += WG) {
         let w = load5(short_base(it, mat, rw, b0, nb));
         prod[it] = q41_vb(w[0], vec4<u32>(w[1], w[2], w[3], w[4]), it % nb);
     }
@@ -463,26 +468,24 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     }
     let po0 = load5(short_base(min(li, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
+    let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
     let pos = cur_pos(li, pos_in, l);
-    // And this invocation's K and V vec4 of the first two positions it will handle (dims dq of positions
-    // tp and tp + lanes): the cache of earlier positions is final, so its latency overlaps everything
-    // up to the attention.
+    // And this invocation's K and V vec4 of the first KV_PRE positions it will handle (dims dq of positions
+    // tp, tp + lanes, …): the cache of earlier positions is final, so its latency overlaps everything up to
+    // the attention instead of one round trip per position round inside it.
     let qd = HEAD_DIM / 4u;                                  // vec4s per head
     let lanes = WG / qd;                                    // position lanes (qd vec4 dims each)
     let dq = li % qd;
     let tp = li / qd;
     let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
-    var kp0 = vec4<f32>(0.0);
-    var vp0 = vec4<f32>(0.0);
-    var kp1 = vec4<f32>(0.0);
-    var vp1 = vec4<f32>(0.0);
-    if (tp < pos) {
-        kp0 = kc[cache0 + tp * kvd4 + dq];
-        vp0 = vc[cache0 + tp * kvd4 + dq];
-    }
-    if (tp + lanes < pos) {
-        kp1 = kc[cache0 + (tp + lanes) * kvd4 + dq];
-        vp1 = vc[cache0 + (tp + lanes) * kvd4 + dq];
+    var kpf: array<vec4<f32>, 8>;                            // positions tp + k·lanes, k < KV_PRE
+    var vpf: array<vec4<f32>, 8>;
+    for (var k = 0u; k < KV_PRE; k++) {                      // a constant bound: unrolled, in registers
+        let t = tp + k * lanes;
+        if (t < pos) {
+            kpf[k] = kc[cache0 + t * kvd4 + dq];
+            vpf[k] = vc[cache0 + t * kvd4 + dq];
+        }
     }
 
     var q_scale = 0.0;
@@ -552,10 +555,8 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
             if (t == pos) {
                 kv = vec4<f32>(vec_a[HEAD_DIM + 4u * dq], vec_a[HEAD_DIM + 4u * dq + 1u],
                                vec_a[HEAD_DIM + 4u * dq + 2u], vec_a[HEAD_DIM + 4u * dq + 3u]);
-            } else if (c0 == 0u && k == 0u) {
-                kv = kp0;
-            } else if (c0 == 0u && k == 1u) {
-                kv = kp1;
+            } else if (c0 == 0u && k < KV_PRE) {
+                for (var j = 0u; j < KV_PRE; j++) { if (j == k) { kv = kpf[j]; } }   // static indices
             } else if (u < len) {
                 kv = kc[cache0 + t * kvd4 + dq];
             }
@@ -585,10 +586,8 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
                 if (t == pos) {
                     v = vec4<f32>(vec_a[2u * HEAD_DIM + 4u * dq], vec_a[2u * HEAD_DIM + 4u * dq + 1u],
                                   vec_a[2u * HEAD_DIM + 4u * dq + 2u], vec_a[2u * HEAD_DIM + 4u * dq + 3u]);
-                } else if (c0 == 0u && k == 0u) {
-                    v = vp0;
-                } else if (c0 == 0u && k == 1u) {
-                    v = vp1;
+                } else if (c0 == 0u && k < KV_PRE) {
+                    for (var j = 0u; j < KV_PRE; j++) { if (j == k) { v = vpf[j]; } }
                 } else {
                     v = vc[cache0 + t * kvd4 + dq];
                 }
@@ -620,7 +619,7 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     workgroupBarrier();
 
     // PA[h] = Wo[:, h·HEAD_DIM .. +HEAD_DIM] · o_h.
-    if (!skip(8u)) { short_matvec(li, n_o, lw + OFF_O, orw, h * ob, ob, po0, po1); }
+    if (!skip(8u)) { short_matvec(li, n_o, lw + OFF_O, orw, h * ob, ob, po0, po1, po2, 3u); }
     workgroupBarrier();
     if (ACC != 0u) {
         for (var r = li; r < D; r += WG) { acc_add(acc_at(0u, p_slot), r, row_sum(r, ob)); }
@@ -721,7 +720,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     workgroupBarrier();
 
     // PF[f] = Wdown[:, f·FB .. +FB] · a.
-    if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, f * db, db, pd0, pd1); }
+    if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, f * db, db, pd0, pd1, pd1, 2u); }
     workgroupBarrier();
     if (ACC != 0u) {
         for (var r = li; r < D; r += WG) { acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }

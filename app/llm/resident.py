@@ -85,7 +85,8 @@ class ResidentTuning:
     acc: 1 sums the residual stream in exact fixed-point atomics (2 words per element) instead of leaving
     partial vectors that every workgroup of the next step gathers; grid: 1 tells a step dispatch its step by
     its workgroup count (NWG + step; the extra workgroups return at once) instead of the atomic counter, so
-    its weight loads need no round trip first.
+    its weight loads need no round trip first; kv_pre (0..8): the positions per attention invocation whose K
+    and V are loaded at dispatch start (the rest load inside the attention loop, a round trip per round).
     GPUs: split, acc and grid on, 512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
@@ -96,6 +97,7 @@ class ResidentTuning:
     split: int = 0
     acc: int = 0
     grid: int = 0
+    kv_pre: int = 2
 
     @classmethod
     def for_adapter(cls, info: dict, limits: dict | None, cfg) -> "ResidentTuning":
@@ -141,9 +143,9 @@ class ResidentTuning:
     def check(self, cfg) -> None:
         """ValueError naming the first shape this tuning cannot serve."""
         if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024 or \
-                any(v not in (0, 1) for v in (self.split, self.acc, self.grid)):
+                any(v not in (0, 1) for v in (self.split, self.acc, self.grid)) or not 0 <= self.kv_pre <= 8:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024, split, acc and "
-                             "grid 0 or 1)")
+                             "grid 0 or 1, kv_pre 0..8)")
         if self.head_size() % 64 or self.head_size() > self.wg:
             raise ValueError(f"resident: head_wg {self.head_wg} must be a multiple of 64 and ≤ wg")
         if self.wg % 64 or self.wg < cfg.head_dim:
@@ -259,7 +261,7 @@ async def prepare(m) -> None:
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "SKIP": t.skip, "SPLIT": t.split,
-                       "ACC": t.acc, "GRID": t.grid})
+                       "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts

@@ -71,12 +71,14 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["readbacks_per_token"] == pytest.approx(2 / 4)
 
 
-def test_resident_attention_spans_several_chunks(lab_page):
+@pytest.mark.parametrize("tuning", ['{"wg": 64}', '{"wg": 64, "kv_pre": 8, "acc": 1, "grid": 1, "split": 1}'])
+def test_resident_attention_spans_several_chunks(lab_page, tuning):
     """A context longer than the resident kernel's workgroup (64 invocations on CPU adapters) makes its
-    attention run several chunks with a running max and sum; the tokens must still match token_pass."""
+    attention run several chunks with a running max and sum, with K/V of the first chunk's first kv_pre
+    rounds loaded up front and the rest inside the loop; the tokens must still match token_pass."""
     prompt = " ".join(["one two three four five six seven eight nine ten"] * 8)  # 80+ tokens
     out = check(lab_page, "plans", {"prompt": prompt, "max_new_tokens": 3, "plans": "token_pass,resident",
-                                    "drivers": "js", "k": 4, "resident_tuning": '{"wg": 64}'})
+                                    "drivers": "js", "k": 4, "resident_tuning": tuning})
     a, b = out["plans"]
     assert "unsupported" not in b, b
     assert a["generated_token_ids"] == b["generated_token_ids"] and len(b["generated_token_ids"]) == 3
@@ -106,7 +108,7 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
     assert r["dispatch_count_ok"] is True
 
 
-@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1}'])
+@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}'])
 def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     """acc (residual sums as fixed-point atomics, two slots per accumulator zeroed one dispatch after their
     read) and grid (the step from the workgroup count, the position from the state): same tokens over a
