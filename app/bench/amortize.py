@@ -195,12 +195,13 @@ def _overrides(raw, what: str, cls, target: dict) -> None:
         raise ValueError(f"{what} must be a JSON object, got {raw!r}") from None
     if not isinstance(want, dict):
         raise ValueError(f"{what} must be a JSON object, got {raw!r}")
-    low = {f.name: 0 if f.default == 0 else 1 for f in dataclasses.fields(cls)}    # 0 only where it is the default
+    zero_ok = getattr(cls, "ZERO_OK", ())                  # 0 only where it is the default or explicitly allowed
+    low = {f.name: 0 if f.default == 0 or f.name in zero_ok else 1 for f in dataclasses.fields(cls)}
     bad = [k for k, v in want.items()
            if k not in low or not isinstance(v, int) or isinstance(v, bool) or v < low[k]]
     if bad:
         raise ValueError(f"{what}: {bad[0]!r} is not a tuning field with a whole number (≥ 1 unless its default "
-                         f"is 0); fields: {', '.join(sorted(low))}")
+                         f"is 0 or it allows 0); fields: {', '.join(sorted(low))}")
     target.update(want)
 
 

@@ -147,7 +147,7 @@ def test_resident_tuning_fits_workgroup_memory():
     assert (cpu.wg, cpu.nwg(cfg), cpu.head_groups(cfg)) == (64, 24, 768)
     big = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                    "maxComputeWorkgroupStorageSize": 32768}, cfg)
-    assert (big.wg, big.split, big.acc, big.grid) == (512, 1, 1, 1) and big.shared_bytes(cfg) <= 32768
+    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre) == (512, 1, 1, 1, 4) and big.shared_bytes(cfg) <= 32768
     assert (cpu.split, cpu.acc, cpu.grid) == (0, 0, 0)
     small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                      "maxComputeWorkgroupStorageSize": 16384}, cfg)
@@ -312,6 +312,8 @@ def test_set_tuning_validates():
             set_tuning({"resident_tuning": bad})
     set_tuning({"resident_tuning": '{"skip": 0, "head_wg": 256}'})   # 0 where 0 is the default
     assert resident.OVERRIDES == {"skip": 0, "head_wg": 256}
+    set_tuning({"resident_tuning": '{"kv_pre": 0}'})                 # 0 where the field allows it
+    assert resident.OVERRIDES == {"kv_pre": 0}
     set_tuning({})
     assert resident.OVERRIDES == {}
 
