@@ -184,7 +184,7 @@ def _join(a: str, b: str) -> str:
 
 # ------------------------------------------------------------------------------------ the suite
 async def run(lab, params: dict) -> dict:
-    from app.bench.amortize import set_tuning
+    from app.bench.amortize import set_tuning, tuning_overrides
     from app.lab import Cancelled, describe
     p = parse(params)
     set_tuning(params)
@@ -204,11 +204,7 @@ async def run(lab, params: dict) -> dict:
                      "else gpu_loop; token_pass on fallback/CPU adapters; as measured)"),
                      "warm-up before the timed runs: " + ("a whole generation (GPU clocks)"
                                                           if warm_tokens(lab, p["max_new"]) > 1 else "1 token")]}
-    from app.llm import fused, resident
-    for name, over in (("fused_tuning_overrides", fused.OVERRIDES),
-                       ("resident_tuning_overrides", resident.OVERRIDES)):
-        if over:
-            sec[name] = dict(over)
+    sec.update(tuning_overrides())
 
     # Prompt ids come from our tokenizer; the context is sized from them so every engine gets the same n_ctx.
     from app.llm import session

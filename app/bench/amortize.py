@@ -154,11 +154,7 @@ async def run(lab, params: dict) -> dict:
     sec = R.section(rows, iso, per, cfg)
     if str(params.get("profile", "")).lower() in TRUE:
         sec["kernel_profile"] = await _kernel_profile(lab, cfg)
-    from app.llm import fused, resident
-    if fused.OVERRIDES:
-        sec["fused_tuning_overrides"] = dict(fused.OVERRIDES)
-    if resident.OVERRIDES:
-        sec["resident_tuning_overrides"] = dict(resident.OVERRIDES)
+    sec.update(tuning_overrides())
     lab.progress("amortize: done", 1.0)
     return sec
 
@@ -181,6 +177,13 @@ def set_tuning(params: dict) -> None:
     from app.llm import fused, resident
     _overrides(params.get("fused_tuning"), "fused_tuning", fused.FusedTuning, fused.OVERRIDES)
     _overrides(params.get("resident_tuning"), "resident_tuning", resident.ResidentTuning, resident.OVERRIDES)
+
+
+def tuning_overrides() -> dict:
+    """The overrides set_tuning applied, for the results section they shaped (none: {})."""
+    from app.llm import fused, resident
+    return {f"{name}_tuning_overrides": dict(over)
+            for name, over in (("fused", fused.OVERRIDES), ("resident", resident.OVERRIDES)) if over}
 
 
 def _overrides(raw, what: str, cls, target: dict) -> None:

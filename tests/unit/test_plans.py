@@ -314,8 +314,10 @@ def test_set_tuning_validates():
     assert resident.OVERRIDES == {"skip": 0, "head_wg": 256}
     set_tuning({"resident_tuning": '{"kv_pre": 0}'})                 # 0 where the field allows it
     assert resident.OVERRIDES == {"kv_pre": 0}
+    from app.bench.amortize import tuning_overrides
+    assert tuning_overrides() == {"resident_tuning_overrides": {"kv_pre": 0}}   # what the JSON records
     set_tuning({})
-    assert resident.OVERRIDES == {}
+    assert resident.OVERRIDES == {} and tuning_overrides() == {}
 
 
 def test_best_plan_per_adapter_kind():
