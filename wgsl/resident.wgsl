@@ -98,6 +98,9 @@ override SKIP: u32 = 0u;                                     // ablation bitmask
 override ACC: u32 = 0u;                                      // 1: residual sums in fixed-point atomics (see acc_add)
 override KV_PRE: u32 = 2u;                                   // positions per invocation whose K, V load first (≤ 8)
 override GRID: u32 = 0u;                                     // 1: the step is the dispatch's workgroup count − NWG
+override WO_PARTS: u32 = 1u;                                 // ATTN workgroups per head (output projection rows split)
+override SGA: u32 = 0u;                                      // 1: the attention of attn_sg (no barriers in its loop)
+override SGL: u32 = 4u;                                      // SGA: lanes per position, ≤ the smallest subgroup, ≤ HEAD_DIM/4
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<u32>;
@@ -122,6 +125,7 @@ var<workgroup> w_step: u32;                               // broadcast slots (wo
 var<workgroup> w_plen: u32;                               // per value so that no slot is rewritten
 var<workgroup> w_tok: u32;                                // while another invocation may still read it
 var<workgroup> w_pos: u32;
+const SGV_MAX: u32 = 8u;                                  // SGA: vec4 dims per lane (HEAD_DIM / 4 / SGL) at most
 var<private> p_ctx: u32;                                  // st.ctx, read first thing
 var<private> p_slot: u32;                                 // ACC: (pos · N_LAYERS + l) % 2, this layer's slot
 
@@ -367,6 +371,12 @@ fn cur_pos(li: u32, pos: u32, l: u32) -> u32 {
     return p;
 }
 
+// p_slot alone.  With an even N_LAYERS it is l % 2 at every position, so a GRID step need not wait for st.pos
+// before it reads the accumulators.
+fn set_slot(li: u32, pos: u32, l: u32) {
+    if (GRID != 0u && N_LAYERS % 2u == 0u) { p_slot = l % 2u; } else { cur_pos(li, pos, l); }
+}
+
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
 fn q80_pair(row: u32, p: u32) -> f32 {
     let b = (row * (D / 64u) + p) * 17u;
@@ -448,7 +458,11 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
 
 }
 
-fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+// ATTN(l) for workgroup w < HEADS · WO_PARTS: head h = w / WO_PARTS, and part w % WO_PARTS of the rows of
+// its output-projection slice (every part of a head computes the same attention).
+fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+    let h = w / WO_PARTS;
+    let part = w % WO_PARTS;
     let g = h / (HEADS / KV_HEADS);
     let kvd4 = KV_HEADS * HEAD_DIM / 4u;
     let lw = l * L_STRIDE;
@@ -457,8 +471,12 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
                              lw + (HEADS + KV_HEADS + g) * HEAD_DIM * rw);
     let n_qkv = 3u * HEAD_DIM * (D / 64u);
     let ob = HEAD_DIM / 32u;                                 // blocks per row of this head's Wo slice
-    let n_o = D * ob;
+    let orows = (D + WO_PARTS - 1u) / WO_PARTS;              // rows per part (ResidentTuning.check: none empty)
+    let or0 = part * orows;
+    let onr = min(orows, D - or0);
+    let n_o = onr * ob;
     let orw = (HEADS * HEAD_DIM / 32u) * 5u;
+    let omat = lw + OFF_O + or0 * orw;
     // Weights first: nothing below changes them.
     var pq0: array<u32, 10>;
     var pq1: array<u32, 10>;
@@ -466,32 +484,29 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         pq0 = load10(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM));
         pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
     }
-    let po0 = load5(short_base(min(li, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
-    let po1 = load5(short_base(min(li + WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
-    let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), lw + OFF_O, orw, h * ob, ob));
-    let pos = cur_pos(li, pos_in, l);
-    // And this invocation's K and V vec4 of the first KV_PRE positions it will handle (dims dq of positions
-    // tp, tp + lanes, …): the cache of earlier positions is final, so its latency overlaps everything up to
-    // the attention instead of one round trip per position round inside it.
+    let po0 = load5(short_base(min(li, n_o - 1u), omat, orw, h * ob, ob));
+    let po1 = load5(short_base(min(li + WG, n_o - 1u), omat, orw, h * ob, ob));
+    let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), omat, orw, h * ob, ob));
+    // And the first KV_PRE K and V vec4s this invocation's attention will read (see attn_old / attn_sg for
+    // which), for every position below ctx whether or not it is ≤ pos: the loads need not wait for st.pos,
+    // the cache is final for every earlier position, and the attention ignores the rest.
     let qd = HEAD_DIM / 4u;                                  // vec4s per head
-    let lanes = WG / qd;                                    // position lanes (qd vec4 dims each)
-    let dq = li % qd;
-    let tp = li / qd;
     let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
-    var kpf: array<vec4<f32>, 8>;                            // positions tp + k·lanes, k < KV_PRE
+    var kpf: array<vec4<f32>, 8>;
     var vpf: array<vec4<f32>, 8>;
-    for (var k = 0u; k < KV_PRE; k++) {                      // a constant bound: unrolled, in registers
-        let t = tp + k * lanes;
-        if (t < pos) {
-            kpf[k] = kc[cache0 + t * kvd4 + dq];
-            vpf[k] = vc[cache0 + t * kvd4 + dq];
+    for (var e = 0u; e < KV_PRE; e++) {                      // a constant bound: unrolled, in registers
+        let tv = kv_item(e, li, lane, sid, sgs);
+        if (tv.x < ctx) {
+            kpf[e] = kc[cache0 + tv.x * kvd4 + tv.y];
+            vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
         }
     }
-
-    var q_scale = 0.0;
-    if (SPLIT == 0u) { q_scale = residual_in(l, pos, h, li, lane, sid, nsg, sgs); }
+    var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
+    if (SPLIT != 0u && li < qd) { q_early = sc[o_q() + h * qd + li]; }
+    let pos = cur_pos(li, pos_in, l);
 
     if (SPLIT == 0u) {
+        let q_scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
         // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
         block_sums(li);
         if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1); }
@@ -516,27 +531,77 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         for (var j = li; j < qd; j += WG) {
             q4[j] = vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]);
         }
-        if (h % (HEADS / KV_HEADS) == 0u && pos < ctx) {
+        if (h % (HEADS / KV_HEADS) == 0u && part == 0u && pos < ctx) {
             for (var j = li; j < 2u * qd; j += WG) {
                 let k = HEAD_DIM + 4u * j;
                 let v4 = vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
                 if (j < qd) { kc[cache0 + pos * kvd4 + j] = v4; } else { vc[cache0 + pos * kvd4 + j - qd] = v4; }
             }
         }
-    } else {                                                 // q_h from the QKV step; k, v of pos from the cache
-        for (var j = li; j < qd; j += WG) { q4[j] = sc[o_q() + h * qd + j]; }
-        for (var j = li; j < 2u * qd; j += WG) {
-            var v4 = vec4<f32>(0.0);
-            if (j < qd) { v4 = kc[cache0 + pos * kvd4 + j]; } else { v4 = vc[cache0 + pos * kvd4 + j - qd]; }
-            for (var c = 0u; c < 4u; c++) { vec_a[HEAD_DIM + 4u * j + c] = v4[c]; }
-        }
+    } else if (li < qd) {
+        q4[li] = q_early;
     }
     workgroupBarrier();                                      // q4 ready
 
-    // o_h = softmax(q·K / √HEAD_DIM) · V over positions 0..pos, in chunks of WG positions.  Invocation
-    // (tp, dq) handles dims dq of positions tp, tp + lanes, … of a chunk, for the scores (partial dots summed
-    // over sw lanes by subgroup shuffles, then over the chunk's qd / sw parts through prod) and for P·V:
-    // neighbouring lanes read neighbouring vec4s of one position's K and V.
+    // o_h = softmax(q·K / √HEAD_DIM) · V over positions 0..pos, into vec_b.
+    if (SGA != 0u) {
+        attn_sg(pos, cache0, li, lane, sid, nsg, sgs, kpf, vpf);
+    } else {
+        attn_old(pos, cache0, li, lane, sid, nsg, sgs, kpf, vpf);
+    }
+
+    // PA[h] (rows or0 .. or0 + onr) = Wo[rows, h·HEAD_DIM .. +HEAD_DIM] · o_h.
+    if (!skip(8u)) { short_matvec(li, n_o, omat, orw, h * ob, ob, po0, po1, po2, 3u); }
+    workgroupBarrier();
+    if (ACC != 0u) {
+        for (var r = li; r < onr; r += WG) { acc_add(acc_at(0u, p_slot), or0 + r, row_sum(r, ob)); }
+    } else {
+        for (var r = li; r < onr; r += WG) { sc_set(4u * o_pa() + h * D + or0 + r, row_sum(r, ob)); }
+    }
+}
+
+// Which K/V vec4 the e-th prefetched item of invocation li is: (position, vec4 within the head's K or V).
+// attn_old: dims li % qd of positions li / qd + e·lanes (one chunk).  attn_sg: slot s (SGL lanes of a
+// subgroup), dims lane % SGL + j·SGL of positions s + k·(WG / SGL), for e = k·SGV + j.
+fn kv_item(e: u32, li: u32, lane: u32, sid: u32, sgs: u32) -> vec2<u32> {
+    let qd = HEAD_DIM / 4u;
+    if (SGA != 0u) {
+        let sgv = qd / SGL;
+        let slot = sid * (sgs / SGL) + lane / SGL;
+        return vec2<u32>(slot + (e / sgv) * (WG / SGL), lane % SGL + (e % sgv) * SGL);
+    }
+    return vec2<u32>(li / qd + e * (WG / qd), li % qd);
+}
+
+// K or V (which: 0, 1) of (position t, vec4 dq) for item e: this position's own from vec_a (SPLIT = 0: this
+// dispatch computed it), a prefetched item from registers, else from the cache.
+fn kv_at(which: u32, t: u32, dq: u32, e: u32, pos: u32, cache0: u32, kpf: array<vec4<f32>, 8>,
+         vpf: array<vec4<f32>, 8>) -> vec4<f32> {
+    if (SPLIT == 0u && t == pos) {
+        let k = (1u + which) * HEAD_DIM + 4u * dq;
+        return vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
+    }
+    var r = vec4<f32>(0.0);
+    if (e < KV_PRE) {
+        for (var j = 0u; j < KV_PRE; j++) { if (j == e) { r = select(kpf[j], vpf[j], which == 1u); } }   // static
+    } else if (which == 0u) {
+        r = kc[cache0 + t * KV_HEADS * HEAD_DIM / 4u + dq];
+    } else {
+        r = vc[cache0 + t * KV_HEADS * HEAD_DIM / 4u + dq];
+    }
+    return r;
+}
+
+// In chunks of WG positions.  Invocation (tp, dq) handles dims dq of positions tp, tp + lanes, … of a
+// chunk, for the scores (partial dots summed over sw lanes by subgroup shuffles, then over the chunk's
+// qd / sw parts through prod) and for P·V: neighbouring lanes read neighbouring vec4s of one position's K
+// and V.  Prefetched items: the first KV_PRE rounds of the first chunk.
+fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32, kpf: array<vec4<f32>, 8>,
+            vpf: array<vec4<f32>, 8>) {
+    let qd = HEAD_DIM / 4u;
+    let lanes = WG / qd;                                    // position lanes (qd vec4 dims each)
+    let dq = li % qd;
+    let tp = li / qd;
     let n = pos + 1u;
     let inv = 1.0 / sqrt(f32(HEAD_DIM));
     let sw = min(sgs, qd);                                  // lanes summed by shuffles (both powers of two)
@@ -552,14 +617,7 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
             let u = tp + k * lanes;
             let t = c0 + u;
             var kv = vec4<f32>(0.0);
-            if (t == pos) {
-                kv = vec4<f32>(vec_a[HEAD_DIM + 4u * dq], vec_a[HEAD_DIM + 4u * dq + 1u],
-                               vec_a[HEAD_DIM + 4u * dq + 2u], vec_a[HEAD_DIM + 4u * dq + 3u]);
-            } else if (c0 == 0u && k < KV_PRE) {
-                for (var j = 0u; j < KV_PRE; j++) { if (j == k) { kv = kpf[j]; } }   // static indices
-            } else if (u < len) {
-                kv = kc[cache0 + t * kvd4 + dq];
-            }
+            if (u < len) { kv = kv_at(0u, t, dq, select(KV_PRE, k, c0 == 0u), pos, cache0, kpf, vpf); }
             var d = dot(q4[dq], kv);
             for (var o = 1u; o < sw; o <<= 1u) { d += subgroupShuffleXor(d, o); }
             if (u < len && dq % sw == 0u) { prod[u * parts_per + dq / sw] = d; }
@@ -580,19 +638,7 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         acc *= corr;
         for (var k = 0u; k < kmax; k++) {
             let u = tp + k * lanes;
-            let t = c0 + u;
-            if (u < len) {
-                var v = vec4<f32>(0.0);
-                if (t == pos) {
-                    v = vec4<f32>(vec_a[2u * HEAD_DIM + 4u * dq], vec_a[2u * HEAD_DIM + 4u * dq + 1u],
-                                  vec_a[2u * HEAD_DIM + 4u * dq + 2u], vec_a[2u * HEAD_DIM + 4u * dq + 3u]);
-                } else if (c0 == 0u && k < KV_PRE) {
-                    for (var j = 0u; j < KV_PRE; j++) { if (j == k) { v = vpf[j]; } }
-                } else {
-                    v = vc[cache0 + t * kvd4 + dq];
-                }
-                acc += vec_b[u] * v;
-            }
+            if (u < len) { acc += vec_b[u] * kv_at(1u, c0 + u, dq, select(KV_PRE, k, c0 == 0u), pos, cache0, kpf, vpf); }
         }
         m_run = m_new;
         workgroupBarrier();                                  // vec_b and prod are rewritten by the next chunk
@@ -617,15 +663,88 @@ fn attn(l: u32, h: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         vec_b[vb_at(li)] = o / l_run;
     }
     workgroupBarrier();
+}
 
-    // PA[h] = Wo[:, h·HEAD_DIM .. +HEAD_DIM] · o_h.
-    if (!skip(8u)) { short_matvec(li, n_o, lw + OFF_O, orw, h * ob, ob, po0, po1, po2, 3u); }
-    workgroupBarrier();
-    if (ACC != 0u) {
-        for (var r = li; r < D; r += WG) { acc_add(acc_at(0u, p_slot), r, row_sum(r, ob)); }
-    } else {
-        for (var r = li; r < D; r += WG) { sc_set(4u * o_pa() + h * D + r, row_sum(r, ob)); }
+// SGA = 1: no workgroup barrier until the end.  SGL lanes of a subgroup share a position (SGV = HEAD_DIM/4/SGL
+// vec4 dims each, dims lane % SGL + j·SGL); such a group of lanes, a slot, takes positions slot,
+// slot + WG/SGL, … with its own running max, sum and P·V (online softmax: scores summed over the slot's
+// lanes by shuffles, so every lane has them).  Then the slots of a subgroup merge by shuffles, the
+// subgroups' results through prod, red and redu.
+fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32, kpf: array<vec4<f32>, 8>,
+           vpf: array<vec4<f32>, 8>) {
+    let sgv = HEAD_DIM / 4u / SGL;
+    let slots = WG / SGL;
+    let slot = sid * (sgs / SGL) + lane / SGL;
+    let d0 = lane % SGL;
+    let n = pos + 1u;
+    let inv = 1.0 / sqrt(f32(HEAD_DIM));
+    var qv: array<vec4<f32>, SGV_MAX>;
+    var acc: array<vec4<f32>, SGV_MAX>;
+    for (var j = 0u; j < SGV_MAX; j++) {
+        acc[j] = vec4<f32>(0.0);
+        if (j < sgv) { qv[j] = q4[d0 + j * SGL]; }
     }
+    var m = -BIG;
+    var lsum = 0.0;
+    let kmax = select((n + slots - 1u) / slots, 0u, skip(4u));   // the same for every slot: uniform shuffles
+    for (var k = 0u; k < kmax; k++) {
+        let t = slot + k * slots;
+        let ok = t < n;
+        var d = 0.0;
+        for (var j = 0u; j < SGV_MAX; j++) {
+            if (j < sgv && ok) { d += dot(qv[j], kv_at(0u, t, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf)); }
+        }
+        for (var o = 1u; o < SGL; o <<= 1u) { d += subgroupShuffleXor(d, o); }
+        if (ok) {
+            let s = d * inv;
+            let m_new = max(m, s);
+            let corr = exp(m - m_new);
+            let p = exp(s - m_new);
+            lsum = lsum * corr + p;
+            for (var j = 0u; j < SGV_MAX; j++) {
+                if (j < sgv) { acc[j] = acc[j] * corr + p * kv_at(1u, t, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf); }
+            }
+            m = m_new;
+        }
+    }
+    for (var o = SGL; o < sgs; o <<= 1u) {                   // the slots of this subgroup
+        let m_o = subgroupShuffleXor(m, o);
+        let l_o = subgroupShuffleXor(lsum, o);
+        let mm = max(m, m_o);
+        let c1 = exp(m - mm);
+        let c2 = exp(m_o - mm);
+        lsum = lsum * c1 + l_o * c2;
+        for (var j = 0u; j < SGV_MAX; j++) {
+            if (j < sgv) { acc[j] = acc[j] * c1 + subgroupShuffleXor(acc[j], o) * c2; }
+        }
+        m = mm;
+    }
+    if (lane < SGL) {
+        for (var j = 0u; j < SGV_MAX; j++) {
+            if (j < sgv) {
+                for (var c = 0u; c < 4u; c++) { prod[sid * HEAD_DIM + 4u * (d0 + j * SGL) + c] = acc[j][c]; }
+            }
+        }
+        if (lane == 0u) {
+            red[sid] = m;
+            redu[sid] = bitcast<u32>(lsum);
+        }
+    }
+    workgroupBarrier();
+    if (li < HEAD_DIM) {
+        var mx = -BIG;
+        for (var q = 0u; q < nsg; q++) { mx = max(mx, red[q]); }
+        var o = 0.0;
+        var lt = 0.0;
+        for (var q = 0u; q < nsg; q++) {
+            let c = exp(red[q] - mx);
+            o += prod[q * HEAD_DIM + li] * c;
+            lt += bitcast<f32>(redu[q]) * c;
+        }
+        if (skip(4u)) { lt = 1.0; }
+        vec_b[vb_at(li)] = o / lt;
+    }
+    workgroupBarrier();
 }
 
 // split: the Q|K|V step of layer l.  Workgroup w computes rows w·QR … of the joined Q|K|V matrix (QR even,
@@ -643,7 +762,10 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let base = l * L_STRIDE + r0 * rw;
     let n = nr * pairs;
     let pre = load10(base + min(li, max(n, 1u) - 1u) * 10u);    // item = (row, pair): rows are contiguous
-    let pos = cur_pos(li, pos_in, l);
+    let early = st.pos;                                      // GRID, l > 0: only RoPE and the KV write need it
+    var pos = pos_in;
+    let wait_pos = l == 0u || GRID == 0u || N_LAYERS % 2u != 0u;   // the token pick (l = 0) needs it uniform
+    if (wait_pos) { pos = cur_pos(li, pos_in, l); } else { set_slot(li, pos_in, l); }
     let scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
     block_sums(li);
     if (!skip(2u)) {
@@ -652,6 +774,7 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     }
     workgroupBarrier();
     let kvd = KV_HEADS * HEAD_DIM;
+    if (!wait_pos) { pos = early; }
     for (var j = 2u * li; j < nr; j += 2u * WG) {
         let row = r0 + j;                                    // even; row + 1 is its RoPE partner
         var a = row_sum(j, pairs) * scale;
@@ -692,7 +815,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
     let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
     let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
-    cur_pos(li, pos, l);                                     // sets p_slot
+    set_slot(li, pos, l);
 
     if (ACC == 0u) { gather(li, o_pa(), HEADS); }
     var ss = 0.0;
@@ -770,14 +893,14 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (kind == 2u) {
         if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (kind == 0u) {
-        if (wg.x < HEADS && !skip(64u)) { attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
+        if (wg.x < HEADS * WO_PARTS && !skip(64u)) { attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (!skip(128u)) {
         ffn(l, wg.x, pos, li, lane, sid, nsg, sgs);
     }
     // ACC: the first step of a layer zeroes the other RA slot (read by the FFN step just before), the second
     // the other RF slot (read by the first step just before).
     if (ACC != 0u && ph % per < 2u && wg.x == NWG - 1u) {
-        cur_pos(li, pos, l);
+        set_slot(li, pos, l);
         acc_zero(acc_at(ph % per, 1u - p_slot), li);
     }
 }

@@ -86,7 +86,12 @@ class ResidentTuning:
     partial vectors that every workgroup of the next step gathers; grid: 1 tells a step dispatch its step by
     its workgroup count (NWG + step; the extra workgroups return at once) instead of the atomic counter, so
     its weight loads need no round trip first; kv_pre (0..8): the positions per attention invocation whose K
-    and V are loaded at dispatch start (the rest load inside the attention loop, a round trip per round).
+    and V are loaded at dispatch start (the rest load inside the attention loop, a round trip per round);
+    wo_parts: ATTN workgroups per head, each computing the head's attention and 1/wo_parts of the rows of its
+    output-projection slice (heads × wo_parts ≤ NWG); sga: 1 computes the attention with a running max and
+    sum per group of sgl subgroup lanes (online softmax, no workgroup barrier until the groups merge)
+    instead of in chunks of wg positions with barriers between scores, softmax and P·V; sgl: lanes per
+    position for sga (0: head_dim / 4 or the adapter's smallest subgroup, whichever is smaller).
     GPUs: split, acc and grid on, kv_pre 4, 512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
@@ -98,6 +103,9 @@ class ResidentTuning:
     acc: int = 0
     grid: int = 0
     kv_pre: int = 2
+    wo_parts: int = 1
+    sga: int = 0
+    sgl: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -117,21 +125,25 @@ class ResidentTuning:
                 return t
         return cls()
 
-    def prod(self, cfg) -> int:
+    def prod(self, cfg, sg_min: int = 4) -> int:
         """Floats of the kernel's `prod`: every matvec's items (Q|K|V and gate|up: rows × block pairs; the
-        Wo and Wdown slices: rows × blocks; the head: rows × pairs), the P·V partials (4 per invocation) and
-        the gathered partial sums (≤ max(wg, d_model / 4) vec4s) and a chunk's scores (head_dim / 16 parts per
-        position on 4-wide subgroups)."""
+        Wo and Wdown slices: rows × blocks; the head: rows × pairs), the P·V partials (4 per invocation; sga:
+        head_dim per subgroup of ≥ sg_min lanes) and the gathered partial sums (≤ max(wg, d_model / 4) vec4s)
+        and a chunk's scores (head_dim / 16 parts per position on 4-wide subgroups)."""
         pairs = cfg.d_model // 64
         return max(4 * self.wg, cfg.d_model, self.wg * cfg.head_dim // 16, 3 * cfg.head_dim * pairs,
                    2 * self.fb * pairs, self.head_rows * pairs, cfg.d_model * cfg.head_dim // 32,
-                   cfg.d_model * self.fb // 32)
+                   cfg.d_model * self.fb // 32, self.wg // sg_min * cfg.head_dim if self.sga else 0)
 
-    def shared_bytes(self, cfg) -> int:
+    def shared_bytes(self, cfg, sg_min: int = 4) -> int:
         """Workgroup memory of wgsl/resident.wgsl: xs and vec_b (with their padding), bs, prod, vec_a, q4, red,
         redu, 3 broadcast words."""
-        return 4 * (cfg.d_model + cfg.d_model // 16 + cfg.d_model // 32 + self.prod(cfg) + 4 * cfg.head_dim
+        return 4 * (cfg.d_model + cfg.d_model // 16 + cfg.d_model // 32 + self.prod(cfg, sg_min) + 4 * cfg.head_dim
                     + self.wg + self.wg // 32 + 2 * (self.wg // 4) + 3)
+
+    def lanes(self, cfg, sg_min: int = 4) -> int:
+        """sga: lanes per position (SGL)."""
+        return self.sgl or min(cfg.head_dim // 4, sg_min)
 
     def nwg(self, cfg) -> int:
         return cfg.ffn // self.fb
@@ -142,12 +154,21 @@ class ResidentTuning:
     def head_size(self) -> int:
         return self.head_wg or self.wg
 
-    def check(self, cfg) -> None:
-        """ValueError naming the first shape this tuning cannot serve."""
-        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024 or \
-                any(v not in (0, 1) for v in (self.split, self.acc, self.grid)) or not 0 <= self.kv_pre <= 8:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024, split, acc and "
-                             "grid 0 or 1, kv_pre 0..8)")
+    def check(self, cfg, sg_min: int = 4) -> None:
+        """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
+        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
+                any(v not in (0, 1) for v in (self.split, self.acc, self.grid, self.sga)) or \
+                not 0 <= self.kv_pre <= 8 or self.sgl < 0:
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024, split, acc, grid "
+                             "and sga 0 or 1, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0)")
+        lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
+        if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
+            raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
+                             f"adapter's smallest subgroup ({sg_min}), with head_dim / 4 / sgl ≤ 8")
+        if cfg.n_heads * self.wo_parts > self.nwg(cfg) or \
+                (self.wo_parts - 1) * -(-cfg.d_model // self.wo_parts) >= cfg.d_model:
+            raise ValueError(f"resident: wo_parts={self.wo_parts} needs {cfg.n_heads * self.wo_parts} workgroups "
+                             f"(there are {self.nwg(cfg)}) and every part some of the {cfg.d_model} rows")
         if self.head_size() % 64 or self.head_size() > self.wg:
             raise ValueError(f"resident: head_wg {self.head_wg} must be a multiple of 64 and ≤ wg")
         if self.wg % 64 or self.wg < cfg.head_dim:
@@ -204,6 +225,11 @@ def layout_constants(refs: dict, cfg) -> dict:
             "NOFF_OUT": word("output_norm.weight")}
 
 
+def sg_min(info: dict) -> int:
+    """The adapter's smallest subgroup size (the kernel needs ≥ 4; 4 when the adapter does not say)."""
+    return max(4, int(info.get("subgroupMinSize") or 4))
+
+
 def supported_why(features, info: dict) -> str | None:
     """None when the kernel can run on this adapter, else the reason."""
     if "subgroups" not in features:
@@ -246,15 +272,16 @@ async def prepare(m) -> None:
     why = supported_why(m.dev.features, m.dev.adapter_info)
     if why:
         raise GPUError(f"the resident plan is unsupported here: {why}")
+    sg = sg_min(m.dev.adapter_info)
     try:
-        t.check(c)
+        t.check(c, sg)
         consts = layout_constants(m.refs, c)
     except ValueError as e:
         raise GPUError(str(e)) from None
-    if t.shared_bytes(c) > int(m.dev.limits.get("maxComputeWorkgroupStorageSize") or 16384):
-        raise GPUError(f"the resident plan is unsupported here: wg={t.wg} needs {t.shared_bytes(c)} bytes of "
+    if t.shared_bytes(c, sg) > int(m.dev.limits.get("maxComputeWorkgroupStorageSize") or 16384):
+        raise GPUError(f"the resident plan is unsupported here: wg={t.wg} needs {t.shared_bytes(c, sg)} bytes of "
                        "workgroup memory, more than this device allows")
-    if getattr(m, "resident_tuning", None) != t or "r_step" not in m.kernels:
+    if getattr(m, "resident_tuning", None) != t or getattr(m, "resident_sg", None) != sg or "r_step" not in m.kernels:
         for key in ("resident_state", "resident_scratch"):
             if key in m.act:
                 m.act.pop(key).destroy()
@@ -262,13 +289,14 @@ async def prepare(m) -> None:
         consts.update({"D": c.d_model, "HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads, "HEAD_DIM": c.head_dim,
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
-                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c), "SKIP": t.skip, "SPLIT": t.split,
-                       "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre})
+                       "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
+                       "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
+                       "SGL": t.lanes(c, sg)})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
             m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, own, f"resident {entry}", modules)
-        m.resident_tuning = t
+        m.resident_tuning, m.resident_sg = t, sg
     for key, size in (("resident_state", 4 * state_words(c, t, m.ctx)),
                       ("resident_scratch", 4 * scratch_floats(c, t))):
         if key in m.act and m.memory.get(key) != size:

@@ -71,11 +71,16 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["readbacks_per_token"] == pytest.approx(2 / 4)
 
 
-@pytest.mark.parametrize("tuning", ['{"wg": 64}', '{"wg": 64, "kv_pre": 8, "acc": 1, "grid": 1, "split": 1}'])
+@pytest.mark.parametrize("tuning", ['{"wg": 64}', '{"wg": 64, "kv_pre": 8, "acc": 1, "grid": 1, "split": 1}',
+                                    '{"wg": 64, "sga": 1, "kv_pre": 8, "acc": 1, "grid": 1, "split": 1, "wo_parts": 2}',
+                                    '{"wg": 64, "sga": 1, "sgl": 2, "kv_pre": 3}'])
 def test_resident_attention_spans_several_chunks(lab_page, tuning):
     """A context longer than the resident kernel's workgroup (64 invocations on CPU adapters) makes its
     attention run several chunks with a running max and sum, with K/V of the first chunk's first kv_pre
-    rounds loaded up front and the rest inside the loop; the tokens must still match token_pass."""
+    rounds loaded up front and the rest inside the loop; the tokens must still match token_pass.  sga: 16
+    slots of 4 lanes (4 vec4s each) take 5+ positions each, 2 of 2 lanes per 4-wide subgroup merge by
+    shuffles (sgl 2), and this dispatch's own K/V come from workgroup memory (split 0); wo_parts: 2 workgroups
+    per head, each adding half of the output projection's rows."""
     prompt = " ".join(["one two three four five six seven eight nine ten"] * 8)  # 80+ tokens
     out = check(lab_page, "plans", {"prompt": prompt, "max_new_tokens": 3, "plans": "token_pass,resident",
                                     "drivers": "js", "k": 4, "resident_tuning": tuning})
@@ -108,7 +113,8 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
     assert r["dispatch_count_ok"] is True
 
 
-@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}'])
+@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}',
+                                    '{"grid": 1, "split": 1, "sga": 1, "wo_parts": 2}'])
 def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     """acc (residual sums as fixed-point atomics, two slots per accumulator zeroed one dispatch after their
     read) and grid (the step from the workgroup count, the position from the state): same tokens over a

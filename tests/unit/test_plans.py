@@ -345,6 +345,31 @@ def test_resident_split_steps():
     assert plans.declared_costs("resident", 30, k=4, split=1)["dispatches_per_token"] == (92 * 4 + 1) / 4
 
 
+def test_resident_wo_parts_and_sga_checks():
+    """wo_parts: heads × parts ATTN workgroups must exist and every part get rows; sga: lanes per position a power
+    of two within a subgroup and a head, at most 8 vec4s per lane; its prod holds one head_dim per subgroup."""
+    cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
+    T = resident.ResidentTuning
+    T(wg=512, fb=32, wo_parts=5).check(cfg)                              # 45 of 48 workgroups
+    T(wg=512, fb=64, wo_parts=2).check(cfg)                              # 18 of 24
+    for bad in (T(wg=512, fb=32, wo_parts=6), T(wg=512, fb=64, wo_parts=3)):
+        with pytest.raises(ValueError, match="wo_parts"):
+            bad.check(cfg)
+    with pytest.raises(ValueError, match="every part"):                  # ceil(576 / 25) · 24 = 576: one part empty
+        T(wg=512, fb=32, wo_parts=25).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 230}))
+    with pytest.raises(ValueError, match="wo_parts ≥ 1"):
+        T(wo_parts=0).check(cfg)
+    assert T(sga=1).lanes(cfg, 32) == 16 and T(sga=1).lanes(cfg, 4) == 4 and T(sga=1, sgl=2).lanes(cfg, 32) == 2
+    T(wg=64, sga=1, sgl=2).check(cfg, 4)                                 # 2 positions per 4-wide subgroup, 8 vec4s
+    for sgl, sg in ((8, 4), (3, 4), (1, 4), (32, 32)):
+        with pytest.raises(ValueError, match="sgl="):
+            T(wg=64, sga=1, sgl=sgl).check(cfg, sg)
+    T(wg=64, sgl=3).check(cfg, 4)                                        # sgl means nothing without sga
+    assert T(wg=64, sga=1).prod(cfg, 4) == T(wg=64).prod(cfg, 4) == 3 * 64 * 9
+    assert T(wg=512, sga=1).prod(cfg, 4) == 512 // 4 * 64 > T(wg=512).prod(cfg)   # 4-wide: 128 subgroups
+    assert T(wg=512, sga=1).prod(cfg, 32) == T(wg=512).prod(cfg, 32)
+
+
 def test_resident_acc_and_grid_layout():
     """acc: the state grows by 2 accumulators × 2 slots × (hi, lo) × d_model words, zero at the start of a run;
     grid: step s of a token is dispatched with NWG + s workgroups (NWG without grid)."""
@@ -359,7 +384,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
     for bad in ({"acc": 2}, {"grid": -1}, {"kv_pre": 9}):
-        with pytest.raises(ValueError, match="grid 0 or 1"):
+        with pytest.raises(ValueError, match="grid and sga 0 or 1"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
