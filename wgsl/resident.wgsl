@@ -56,6 +56,10 @@
 //   exact fixed-point values into accumulators kept after the tokens in the state (see acc_add).
 // GRID = 1 (ResidentTuning.grid): a step dispatch has NWG + s workgroups for step s of a token (the rest
 //   return at once); the position is st.pos, which FINAL's workgroup 0 advances; the counter is unused.
+// WO_PARTS (ResidentTuning.wo_parts): HEADS · WO_PARTS ATTN workgroups; the WO_PARTS of one head each compute
+//   its attention and add their share of the rows of its output-projection slice.
+// SGA = 1 (ResidentTuning.sga): the attention of attn_sg (a running max and sum per group of SGL subgroup
+//   lanes, no workgroup barrier until the groups merge) instead of attn_old (chunks of WG positions).
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (multiple of 32), WG (multiple of 64, ≥ HEAD_DIM), HEAD_ROWS
@@ -487,23 +491,25 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let po0 = load5(short_base(min(li, n_o - 1u), omat, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), omat, orw, h * ob, ob));
     let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), omat, orw, h * ob, ob));
+    var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
+    if (SPLIT != 0u && li < HEAD_DIM / 4u) { q_early = sc[o_q() + h * (HEAD_DIM / 4u) + li]; }
+    let pos = cur_pos(li, pos_in, l);
     // And the first KV_PRE K and V vec4s this invocation's attention will read (see attn_old / attn_sg for
-    // which), for every position below ctx whether or not it is ≤ pos: the loads need not wait for st.pos,
-    // the cache is final for every earlier position, and the attention ignores the rest.
+    // which): the cache of earlier positions is final (split: this position's too), so their latency overlaps
+    // everything up to the attention instead of one round trip per round inside it.  (Issuing them before
+    // st.pos is known, for every position below ctx, was slower on the H200: 0.754 vs 0.732 GPU ms/token with
+    // sga and wo_parts 5, results/2026-12-03-nvidia-h200-sga.)
     let qd = HEAD_DIM / 4u;                                  // vec4s per head
     let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
     var kpf: array<vec4<f32>, 8>;
     var vpf: array<vec4<f32>, 8>;
     for (var e = 0u; e < KV_PRE; e++) {                      // a constant bound: unrolled, in registers
         let tv = kv_item(e, li, lane, sid, sgs);
-        if (tv.x < ctx) {
+        if (tv.x <= pos) {
             kpf[e] = kc[cache0 + tv.x * kvd4 + tv.y];
             vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
         }
     }
-    var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
-    if (SPLIT != 0u && li < qd) { q_early = sc[o_q() + h * qd + li]; }
-    let pos = cur_pos(li, pos_in, l);
 
     if (SPLIT == 0u) {
         let q_scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);

@@ -28,6 +28,11 @@ head, rows one subgroup round after another) took 31 µs per layer.  On the CPU 
     return at once) and the position is kept in the state header, so a step knows its layer, and issues
     its weight loads, without first waiting for the counter's atomic round trip.  Still dispatch-only
     encoding: only the workgroup count of the calls differs.
+  * wo_parts (ResidentTuning.wo_parts): the ATTN step runs wo_parts workgroups per head instead of one; each
+    computes the head's attention and adds its share of the rows of the head's output-projection slice, so
+    45 of the 48 workgroups work instead of 9.
+  * sga (ResidentTuning.sga): the attention without workgroup barriers in its loop: groups of subgroup lanes
+    each keep a running max, sum and P·V over their positions (online softmax) and merge at the end.
   * Matvec work items are (row, block pair): every weight load of a dispatch is issued at once instead
     of in rounds of rows, and rmsnorm's scale is applied after the dot products.
   * Blocks of K tokens per submit, double-buffered, one readback per block: app.llm.gpu_loop.run.
@@ -92,7 +97,8 @@ class ResidentTuning:
     sum per group of sgl subgroup lanes (online softmax, no workgroup barrier until the groups merge)
     instead of in chunks of wg positions with barriers between scores, softmax and P·V; sgl: lanes per
     position for sga (0: head_dim / 4 or the adapter's smallest subgroup, whichever is smaller).
-    GPUs: split, acc and grid on, kv_pre 4, 512 invocations (the fastest on the H200; else the largest that fits).
+    GPUs: split, acc, grid and sga on, kv_pre 4, as many workgroups per head as fit (5 for SmolLM2), 512
+    invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
     fb: int = 64
@@ -119,11 +125,21 @@ class ResidentTuning:
             # 48 FFN workgroups: 1.40 vs 1.54 GPU ms/token with 24; split: 0.86 vs 0.91; acc + grid: 0.81 vs
             # 0.88; then wg 512: 0.80 (1024: 0.81, 256: 0.91) (H200 sweeps, results/2026-12-02-nvidia-h200-resident,
             # results/2026-12-03-nvidia-h200-split, results/2026-12-03-nvidia-h200-acc-grid); kv_pre 4: 0.782
-            # vs 0.791 with 2 and 0.806 with 8 (results/2026-12-03-nvidia-h200-kv-pre)
-            t = cls(wg=wg, fb=32, split=1, acc=1, grid=1, kv_pre=4)
-            if wg <= cap and t.shared_bytes(cfg) <= mem:
-                return t
+            # vs 0.791 with 2 and 0.806 with 8 (results/2026-12-03-nvidia-h200-kv-pre); sga and 5 workgroups
+            # per head: 0.737 vs 0.792 (sga alone 0.777, wo_parts 5 alone 0.741; results/2026-12-03-nvidia-h200-sga)
+            for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
+                t = cls(wg=wg, fb=32, split=1, acc=1, grid=1, kv_pre=4, sga=sga)
+                t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
+                if wg <= cap and t.shared_bytes(cfg, sg_min(info)) <= mem:
+                    return t
         return cls()
+
+    def max_wo_parts(self, cfg) -> int:
+        """The most ATTN workgroups per head that the step's NWG workgroups allow, every part with rows."""
+        p = max(1, self.nwg(cfg) // cfg.n_heads)
+        while p > 1 and (p - 1) * -(-cfg.d_model // p) >= cfg.d_model:
+            p -= 1
+        return p
 
     def prod(self, cfg, sg_min: int = 4) -> int:
         """Floats of the kernel's `prod`: every matvec's items (Q|K|V and gate|up: rows × block pairs; the

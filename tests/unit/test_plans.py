@@ -145,15 +145,22 @@ def test_resident_tuning_fits_workgroup_memory():
     cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
     cpu = resident.ResidentTuning.for_adapter({"isFallbackAdapter": True}, {}, cfg)
     assert (cpu.wg, cpu.nwg(cfg), cpu.head_groups(cfg)) == (64, 24, 768)
-    big = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
-                                                   "maxComputeWorkgroupStorageSize": 32768}, cfg)
-    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre) == (512, 1, 1, 1, 4) and big.shared_bytes(cfg) <= 32768
+    lim = {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupStorageSize": 32768}
+    big = resident.ResidentTuning.for_adapter({"subgroupMinSize": 32}, lim, cfg)
+    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.wo_parts) == (512, 1, 1, 1, 4, 1, 5)
+    assert big.shared_bytes(cfg, 32) <= 32768
+    big.check(cfg, 32)
+    # subgroups possibly 4 wide: sga would merge 128 subgroups' head_dim floats, more than 32 KiB, so not sga
+    narrow = resident.ResidentTuning.for_adapter({}, lim, cfg)
+    assert (narrow.wg, narrow.sga, narrow.wo_parts) == (512, 0, 5) and narrow.shared_bytes(cfg, 4) <= 32768
+    assert big.max_wo_parts(cfg) == 5 and cpu.max_wo_parts(cfg) == 2      # 48 // 9, 24 // 9
+    assert big.max_wo_parts(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 225})) == 24   # 25 would leave a part empty
     assert (cpu.split, cpu.acc, cpu.grid) == (0, 0, 0)
     small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                      "maxComputeWorkgroupStorageSize": 16384}, cfg)
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
-    # prod holds every matvec's items and the P·V partials (4 floats per invocation)
-    assert big.prod(cfg) == 4 * 512 and cpu.prod(cfg) == 3 * 64 * 9
+    # prod holds every matvec's items and the P·V partials (4 floats per invocation; sga: head_dim per subgroup)
+    assert big.prod(cfg, 32) == 4 * 512 and cpu.prod(cfg) == 3 * 64 * 9
     for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}):
         with pytest.raises(ValueError, match="resident"):
             resident.ResidentTuning(**{"wg": 1024, **bad}).check(cfg)
