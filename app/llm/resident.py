@@ -130,14 +130,14 @@ class ResidentTuning:
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
                 t = cls(wg=wg, fb=32, split=1, acc=1, grid=1, kv_pre=4, sga=sga)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
-                if wg <= cap and t.shared_bytes(cfg, sg_min(info)) <= mem:
+                if wg <= cap and t.shared_bytes(cfg, min_subgroup(info)) <= mem:
                     return t
         return cls()
 
     def max_wo_parts(self, cfg) -> int:
         """The most ATTN workgroups per head that the step's NWG workgroups allow, every part with rows."""
         p = max(1, self.nwg(cfg) // cfg.n_heads)
-        while p > 1 and (p - 1) * -(-cfg.d_model // p) >= cfg.d_model:
+        while p > 1 and not rows_for_every_part(cfg.d_model, p):
             p -= 1
         return p
 
@@ -181,8 +181,7 @@ class ResidentTuning:
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
                              f"adapter's smallest subgroup ({sg_min}), with head_dim / 4 / sgl ≤ 8")
-        if cfg.n_heads * self.wo_parts > self.nwg(cfg) or \
-                (self.wo_parts - 1) * -(-cfg.d_model // self.wo_parts) >= cfg.d_model:
+        if cfg.n_heads * self.wo_parts > self.nwg(cfg) or not rows_for_every_part(cfg.d_model, self.wo_parts):
             raise ValueError(f"resident: wo_parts={self.wo_parts} needs {cfg.n_heads * self.wo_parts} workgroups "
                              f"(there are {self.nwg(cfg)}) and every part some of the {cfg.d_model} rows")
         if self.head_size() % 64 or self.head_size() > self.wg:
@@ -241,7 +240,12 @@ def layout_constants(refs: dict, cfg) -> dict:
             "NOFF_OUT": word("output_norm.weight")}
 
 
-def sg_min(info: dict) -> int:
+def rows_for_every_part(rows: int, parts: int) -> bool:
+    """Whether `parts` slices of ceil(rows / parts) rows (the kernel's WO_PARTS split) all get some."""
+    return (parts - 1) * -(-rows // parts) < rows
+
+
+def min_subgroup(info: dict) -> int:
     """The adapter's smallest subgroup size (the kernel needs ≥ 4; 4 when the adapter does not say)."""
     return max(4, int(info.get("subgroupMinSize") or 4))
 
@@ -288,7 +292,7 @@ async def prepare(m) -> None:
     why = supported_why(m.dev.features, m.dev.adapter_info)
     if why:
         raise GPUError(f"the resident plan is unsupported here: {why}")
-    sg = sg_min(m.dev.adapter_info)
+    sg = min_subgroup(m.dev.adapter_info)
     try:
         t.check(c, sg)
         consts = layout_constants(m.refs, c)

@@ -366,6 +366,9 @@ def test_resident_wo_parts_and_sga_checks():
         T(wg=512, fb=32, wo_parts=25).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 230}))
     with pytest.raises(ValueError, match="wo_parts ≥ 1"):
         T(wo_parts=0).check(cfg)
+    assert resident.rows_for_every_part(576, 5) and resident.rows_for_every_part(576, 24)
+    assert not resident.rows_for_every_part(576, 25) and resident.rows_for_every_part(3, 3)
+    assert [resident.min_subgroup(i) for i in ({}, {"subgroupMinSize": 32}, {"subgroupMinSize": 2})] == [4, 32, 4]
     assert T(sga=1).lanes(cfg, 32) == 16 and T(sga=1).lanes(cfg, 4) == 4 and T(sga=1, sgl=2).lanes(cfg, 32) == 2
     T(wg=64, sga=1, sgl=2).check(cfg, 4)                                 # 2 positions per 4-wide subgroup, 8 vec4s
     for sgl, sg in ((8, 4), (3, 4), (1, 4), (32, 32)):
