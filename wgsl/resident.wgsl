@@ -375,10 +375,13 @@ fn cur_pos(li: u32, pos: u32, l: u32) -> u32 {
     return p;
 }
 
-// p_slot alone.  With an even N_LAYERS it is l % 2 at every position, so a GRID step need not wait for st.pos
-// before it reads the accumulators.
+// Whether p_slot needs the position: with an even N_LAYERS it is l % 2 at every position, so a GRID step need
+// not wait for st.pos before it reads the accumulators.
+fn slot_needs_pos() -> bool { return GRID == 0u || N_LAYERS % 2u != 0u; }
+
+// p_slot alone.
 fn set_slot(li: u32, pos: u32, l: u32) {
-    if (GRID != 0u && N_LAYERS % 2u == 0u) { p_slot = l % 2u; } else { cur_pos(li, pos, l); }
+    if (slot_needs_pos()) { cur_pos(li, pos, l); } else { p_slot = l % 2u; }
 }
 
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
@@ -491,15 +494,15 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let po0 = load5(short_base(min(li, n_o - 1u), omat, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), omat, orw, h * ob, ob));
     let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), omat, orw, h * ob, ob));
+    let qd = HEAD_DIM / 4u;                                  // vec4s per head
     var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
-    if (SPLIT != 0u && li < HEAD_DIM / 4u) { q_early = sc[o_q() + h * (HEAD_DIM / 4u) + li]; }
+    if (SPLIT != 0u && li < qd) { q_early = sc[o_q() + h * qd + li]; }
     let pos = cur_pos(li, pos_in, l);
     // And the first KV_PRE K and V vec4s this invocation's attention will read (see attn_old / attn_sg for
     // which): the cache of earlier positions is final (split: this position's too), so their latency overlaps
     // everything up to the attention instead of one round trip per round inside it.  (Issuing them before
     // st.pos is known, for every position below ctx, was slower on the H200: 0.754 vs 0.732 GPU ms/token with
     // sga and wo_parts 5, results/2026-12-03-nvidia-h200-sga.)
-    let qd = HEAD_DIM / 4u;                                  // vec4s per head
     let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
     var kpf: array<vec4<f32>, 8>;
     var vpf: array<vec4<f32>, 8>;
@@ -573,8 +576,7 @@ fn kv_item(e: u32, li: u32, lane: u32, sid: u32, sgs: u32) -> vec2<u32> {
     let qd = HEAD_DIM / 4u;
     if (SGA != 0u) {
         let sgv = qd / SGL;
-        let slot = sid * (sgs / SGL) + lane / SGL;
-        return vec2<u32>(slot + (e / sgv) * (WG / SGL), lane % SGL + (e % sgv) * SGL);
+        return vec2<u32>(sga_slot(lane, sid, sgs) + (e / sgv) * (WG / SGL), lane % SGL + (e % sgv) * SGL);
     }
     return vec2<u32>(li / qd + e * (WG / qd), li % qd);
 }
@@ -671,6 +673,9 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
     workgroupBarrier();
 }
 
+// SGA: the slot (group of SGL lanes sharing a position) of this lane; its dims are lane % SGL + j·SGL.
+fn sga_slot(lane: u32, sid: u32, sgs: u32) -> u32 { return sid * (sgs / SGL) + lane / SGL; }
+
 // SGA = 1: no workgroup barrier until the end.  SGL lanes of a subgroup share a position (SGV = HEAD_DIM/4/SGL
 // vec4 dims each, dims lane % SGL + j·SGL); such a group of lanes, a slot, takes positions slot,
 // slot + WG/SGL, … with its own running max, sum and P·V (online softmax: scores summed over the slot's
@@ -680,7 +685,7 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
            vpf: array<vec4<f32>, 8>) {
     let sgv = HEAD_DIM / 4u / SGL;
     let slots = WG / SGL;
-    let slot = sid * (sgs / SGL) + lane / SGL;
+    let slot = sga_slot(lane, sid, sgs);
     let d0 = lane % SGL;
     let n = pos + 1u;
     let inv = 1.0 / sqrt(f32(HEAD_DIM));
@@ -770,7 +775,7 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let pre = load10(base + min(li, max(n, 1u) - 1u) * 10u);    // item = (row, pair): rows are contiguous
     let early = st.pos;                                      // GRID, l > 0: only RoPE and the KV write need it
     var pos = pos_in;
-    let wait_pos = l == 0u || GRID == 0u || N_LAYERS % 2u != 0u;   // the token pick (l = 0) needs it uniform
+    let wait_pos = l == 0u || slot_needs_pos();             // the token pick (l = 0) needs it uniform
     if (wait_pos) { pos = cur_pos(li, pos_in, l); } else { set_slot(li, pos_in, l); }
     let scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
     block_sums(li);
