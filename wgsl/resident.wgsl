@@ -62,8 +62,8 @@
 //   lanes, no workgroup barrier until the groups merge) instead of attn_old (chunks of WG positions).
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
-//   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (multiple of 32), WG (multiple of 64, ≥ HEAD_DIM), HEAD_ROWS
-//   (rows per head workgroup), HEAD_GROUPS = ceil(VOCAB / HEAD_ROWS), PROD (see prod), layout offsets
+//   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
+//   HEAD_ROWS (rows per head workgroup), HEAD_GROUPS = ceil(VOCAB / HEAD_ROWS), PROD (see prod), layout offsets
 //   (u32 / f32 words).  Needs subgroups at least 4 wide.
 enable subgroups;
 
@@ -227,6 +227,29 @@ fn q41_vb(w0: u32, w: vec4<u32>, vb: u32) -> f32 {
     return dm.x * qx + dm.y * sx;
 }
 
+// FB < 32 (8 or 16): the down projection slice of an FFN workgroup is weights j0 .. j0 + FB of one block (j < 16:
+// low nibble of byte j, else high nibble of byte j − 16; d and m are the block's), the vector in vec_b[0 .. FB].
+fn q41_sub(w0: u32, w: vec4<u32>, j0: u32) -> f32 {
+    let b0 = j0 % 16u;
+    let sh = 4u * (j0 / 16u);
+    var qx = 0.0;
+    var sx = 0.0;
+    for (var k = 0u; k < FB; k++) {
+        let b = b0 + k;
+        let a = vec_b[k];                                    // vb_at(k) = k for k < 32
+        qx += f32((w[b / 4u] >> (8u * (b % 4u) + sh)) & 15u) * a;
+        sx += a;
+    }
+    let dm = unpack2x16float(w0);
+    return dm.x * qx + dm.y * sx;
+}
+
+// A short matvec item: the whole block vb (j0 ≥ 32), or weights j0 .. j0 + FB of it (q41_sub).
+fn q41_item(w: array<u32, 5>, vb: u32, j0: u32) -> f32 {
+    if (j0 < 32u) { return q41_sub(w[0], vec4<u32>(w[1], w[2], w[3], w[4]), j0); }
+    return q41_vb(w[0], vec4<u32>(w[1], w[2], w[3], w[4]), vb);
+}
+
 // Long matvec (D columns): item = (local row r, block pair p); rows[part] = word offset of the part's
 // first row, part = r / seg (Q|K|V: 3 parts of HEAD_DIM rows; gate|up: 2 parts of FB rows).
 fn long_base(it: u32, rows: array<u32, 3>, seg: u32) -> u32 {
@@ -265,19 +288,15 @@ fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 
     for (var it = li + 2u * WG; it < n; it += WG) { prod[it] = long_dot(load10(long_base(it, rows, seg)), it); }
 }
 
-// The short matvec into prod (one value per item); items li, li + WG (and li + 2·WG when npre = 3) prefetched.
+// The short matvec into prod (one value per item); items li, li + WG (and li + 2·WG when npre = 3) prefetched;
+// j0 ≥ 32: whole blocks, else a sub-block slice (q41_item).
 fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: array<u32, 5>, pre1: array<u32, 5>,
-                pre2: array<u32, 5>, npre: u32) {
-    if (li < n) { prod[li] = q41_vb(pre0[0], vec4<u32>(pre0[1], pre0[2], pre0[3], pre0[4]), li % nb); }
-    if (li + WG < n) {
-        prod[li + WG] = q41_vb(pre1[0], vec4<u32>(pre1[1], pre1[2], pre1[3], pre1[4]), (li + WG) % nb);
-    }
-    if (npre > 2u && li + 2u * WG < n) {
-        prod[li + 2u * WG] = q41_vb(pre2[0], vec4<u32>(pre2[1], pre2[2], pre2[3], pre2[4]), (li + 2u * WG) % nb);
-    }
+                pre2: array<u32, 5>, npre: u32, j0: u32) {
+    if (li < n) { prod[li] = q41_item(pre0, li % nb, j0); }
+    if (li + WG < n) { prod[li + WG] = q41_item(pre1, (li + WG) % nb, j0); }
+    if (npre > 2u && li + 2u * WG < n) { prod[li + 2u * WG] = q41_item(pre2, (li + 2u * WG) % nb, j0); }
     for (var it = li + npre * WG; it < n; it += WG) {
-        let w = load5(short_base(it, mat, rw, b0, nb));
-        prod[it] = q41_vb(w[0], vec4<u32>(w[1], w[2], w[3], w[4]), it % nb);
+        prod[it] = q41_item(load5(short_base(it, mat, rw, b0, nb)), it % nb, j0);
     }
 }
 
@@ -560,7 +579,7 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     }
 
     // PA[h] (rows or0 .. or0 + onr) = Wo[rows, h·HEAD_DIM .. +HEAD_DIM] · o_h.
-    if (!skip(8u)) { short_matvec(li, n_o, omat, orw, h * ob, ob, po0, po1, po2, 3u); }
+    if (!skip(8u)) { short_matvec(li, n_o, omat, orw, h * ob, ob, po0, po1, po2, 3u, 32u); }
     workgroupBarrier();
     if (ACC != 0u) {
         for (var r = li; r < onr; r += WG) { acc_add(acc_at(0u, p_slot), or0 + r, row_sum(r, ob)); }
@@ -819,13 +838,15 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let rw = (D / 32u) * 5u;
     let rows = array<u32, 3>(lw + OFF_GATE + f * FB * rw, lw + OFF_GATE + (FFN + f * FB) * rw, 0u);
     let n_gu = 2u * FB * (D / 64u);
-    let db = FB / 32u;                                       // blocks per row of this block's Wdown slice
+    let db = max(FB / 32u, 1u);                              // blocks per row of this block's Wdown slice
+    let fb0 = f * FB / 32u;                                  // its first block
+    let j0 = select(32u, (f * FB) % 32u, FB < 32u);          // FB < 32: its weights within that one block
     let n_d = D * db;
     let drw = (FFN / 32u) * 5u;
     let pg0 = load10(long_base(min(li, n_gu - 1u), rows, FB));
     let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
-    let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
-    let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, f * db, db));
+    let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db));
+    let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, fb0, db));
     set_slot(li, pos, l);
 
     if (ACC == 0u) { gather(li, o_pa(), HEADS); }
@@ -854,7 +875,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     workgroupBarrier();
 
     // PF[f] = Wdown[:, f·FB .. +FB] · a.
-    if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, f * db, db, pd0, pd1, pd1, 2u); }
+    if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, fb0, db, pd0, pd1, pd1, 2u, j0); }
     workgroupBarrier();
     if (ACC != 0u) {
         for (var r = li; r < D; r += WG) { acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }

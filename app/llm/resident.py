@@ -83,7 +83,8 @@ def expected_dispatches(n_layers: int, tokens: int, blocks: int, split: int = 0)
 
 @dataclass(frozen=True)
 class ResidentTuning:
-    """wg: invocations per workgroup; fb: FFN rows per FFN workgroup (NWG = ffn / fb workgroups per step);
+    """wg: invocations per workgroup; fb: FFN rows per FFN workgroup (NWG = ffn / fb workgroups per step; 8 or
+    16 give each workgroup part of a Q4_1 block of the down projection's columns);
     head_rows: output rows per head workgroup; head_wg: the head's workgroup size (0: wg); skip: the kernel's
     ablation bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it);
     split: 1 puts Q|K|V (+ RoPE, KV write) in a step of its own over all NWG workgroups, 3 steps per layer;
@@ -172,10 +173,10 @@ class ResidentTuning:
 
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
-        if self.fb < 32 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
+        if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.acc, self.grid, self.sga)) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 32, head_rows ≥ 1, skip < 1024, split, acc, grid "
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, acc, grid "
                              "and sga 0 or 1, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0)")
         lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
@@ -188,8 +189,9 @@ class ResidentTuning:
             raise ValueError(f"resident: head_wg {self.head_wg} must be a multiple of 64 and ≤ wg")
         if self.wg % 64 or self.wg < cfg.head_dim:
             raise ValueError(f"resident: workgroup size {self.wg} must be a multiple of 64 and ≥ head_dim")
-        if self.fb % 32 or cfg.ffn % self.fb or self.fb > self.wg:
-            raise ValueError(f"resident: fb={self.fb} must be a multiple of 32 dividing ffn={cfg.ffn}, ≤ wg")
+        if (self.fb % 32 and self.fb not in (8, 16)) or cfg.ffn % self.fb or self.fb > self.wg:
+            raise ValueError(f"resident: fb={self.fb} must be 8, 16 or a multiple of 32, dividing ffn={cfg.ffn}, "
+                             "and ≤ wg")
         if self.nwg(cfg) < cfg.n_heads:
             raise ValueError(f"resident: ffn / fb = {self.nwg(cfg)} workgroups, fewer than the {cfg.n_heads} heads")
         if self.acc and self.nwg(cfg) + 1 > 255:

@@ -161,10 +161,14 @@ def test_resident_tuning_fits_workgroup_memory():
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
     # prod holds every matvec's items and the P·V partials (4 floats per invocation; sga: head_dim per subgroup)
     assert big.prod(cfg, 32) == 4 * 512 and cpu.prod(cfg) == 3 * 64 * 9
-    for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}):
+    for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}, {"fb": 24}, {"fb": 4}):
         with pytest.raises(ValueError, match="resident"):
             resident.ResidentTuning(**{"wg": 1024, **bad}).check(cfg)
     resident.ResidentTuning(wg=256, fb=96).check(cfg)
+    for fb, nwg in ((16, 96), (8, 192)):          # part of a Q4_1 block of Wdown's columns per FFN workgroup
+        t = resident.ResidentTuning(wg=256, fb=fb, acc=1, wo_parts=10)
+        t.check(cfg)
+        assert t.nwg(cfg) == nwg and t.prod(cfg) >= cfg.d_model
 
 
 def test_resident_supported_why():
