@@ -39,7 +39,7 @@
 //
 // Bindings (group 0):
 //   0  storage, read_write  State             st      { ctr (atomic), prompt_len, ctx, pad, tokens[ctx + 1] }
-//   1  storage, read        array<u32>        W       every layer's Q4_1 matrices: layer l at l·L_STRIDE words,
+//   1  storage, read        array<vec2<u32>>  W       (words) every layer's Q4_1 matrices: layer l at l·L_STRIDE words,
 //                                                     q|k|v at 0, o at OFF_O, gate|up at OFF_GATE, down at OFF_DOWN
 //   2  storage, read        array<vec4<f32>>  nw      norms: attn_norm(l) at l·N_STRIDE, ffn_norm(l) at
 //                                                     l·N_STRIDE + NOFF_FFN, output_norm at NOFF_OUT
@@ -105,9 +105,10 @@ override GRID: u32 = 0u;                                     // 1: the step is t
 override WO_PARTS: u32 = 1u;                                 // ATTN workgroups per head (output projection rows split)
 override SGA: u32 = 0u;                                      // 1: the attention of attn_sg (no barriers in its loop)
 override SGL: u32 = 4u;                                      // SGA: lanes per position, ≤ the smallest subgroup, ≤ HEAD_DIM/4
+override WV: u32 = 0u;                                       // 1: weights loaded 8 bytes at a time (load10)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
-@group(0) @binding(1) var<storage, read> W: array<u32>;
+@group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
 @group(0) @binding(2) var<storage, read> nw: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> E: array<u32>;
 @group(0) @binding(4) var<storage, read> rope: array<vec2<f32>>;
@@ -264,15 +265,32 @@ fn long_dot(w: array<u32, 10>, it: u32) -> f32 {
          + q41_xs(w[5], vec4<u32>(w[6], w[7], w[8], w[9]), 2u * p + 1u);
 }
 
+// WV = 0: one u32 load per word; WV = 1: 8-byte loads (a pair's 10 words start on an even word: see
+// ResidentTuning.wv), half as many load instructions.
 fn load10(base: u32) -> array<u32, 10> {
     var w: array<u32, 10>;
-    for (var j = 0u; j < 10u; j++) { w[j] = W[base + j]; }
+    if (WV != 0u) {
+        for (var j = 0u; j < 5u; j++) {
+            let v = W[base / 2u + j];
+            w[2u * j] = v.x;
+            w[2u * j + 1u] = v.y;
+        }
+    } else {
+        for (var j = 0u; j < 10u; j++) { w[j] = W[(base + j) / 2u][(base + j) % 2u]; }
+    }
     return w;
 }
 
 fn load5(base: u32) -> array<u32, 5> {
     var w: array<u32, 5>;
-    for (var j = 0u; j < 5u; j++) { w[j] = W[base + j]; }
+    if (WV != 0u) {
+        let b = base / 2u;
+        let a = array<vec2<u32>, 3>(W[b], W[b + 1u], W[b + 2u]);    // words 2b .. 2b + 5
+        let o = base % 2u;
+        for (var j = 0u; j < 5u; j++) { w[j] = a[(o + j) / 2u][(o + j) % 2u]; }
+    } else {
+        for (var j = 0u; j < 5u; j++) { w[j] = W[(base + j) / 2u][(base + j) % 2u]; }
+    }
     return w;
 }
 

@@ -97,7 +97,8 @@ class ResidentTuning:
     output-projection slice (heads × wo_parts ≤ NWG); sga: 1 computes the attention with a running max and
     sum per group of sgl subgroup lanes (online softmax, no workgroup barrier until the groups merge)
     instead of in chunks of wg positions with barriers between scores, softmax and P·V; sgl: lanes per
-    position for sga (0: head_dim / 4 or the adapter's smallest subgroup, whichever is smaller).
+    position for sga (0: head_dim / 4 or the adapter's smallest subgroup, whichever is smaller); wv: 1 loads
+    the layer matrices 8 bytes at a time (every pair of Q4_1 blocks starts on an even word; prepare checks).
     GPUs: split, acc, grid and sga on, kv_pre 4, as many workgroups per head as fit (5 for SmolLM2), 512
     invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -113,6 +114,7 @@ class ResidentTuning:
     wo_parts: int = 1
     sga: int = 0
     sgl: int = 0
+    wv: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -174,10 +176,10 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.acc, self.grid, self.sga)) or \
+                any(v not in (0, 1) for v in (self.split, self.acc, self.grid, self.sga, self.wv)) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, acc, grid "
-                             "and sga 0 or 1, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0)")
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, acc, grid, "
+                             "sga and wv 0 or 1, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0)")
         lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
@@ -298,6 +300,8 @@ async def prepare(m) -> None:
     try:
         t.check(c, sg)
         consts = layout_constants(m.refs, c)
+        if t.wv and any(consts[k] % 2 for k in ("L_STRIDE", "OFF_O", "OFF_GATE", "OFF_DOWN")):
+            raise ValueError("resident: wv=1 needs every layer matrix on an even word (8-byte loads)")
     except ValueError as e:
         raise GPUError(str(e)) from None
     if t.shared_bytes(c, sg) > int(m.dev.limits.get("maxComputeWorkgroupStorageSize") or 16384):
@@ -313,7 +317,7 @@ async def prepare(m) -> None:
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
-                       "SGL": t.lanes(c, sg)})
+                       "SGL": t.lanes(c, sg), "WV": t.wv})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts

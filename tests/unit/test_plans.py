@@ -161,7 +161,7 @@ def test_resident_tuning_fits_workgroup_memory():
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
     # prod holds every matvec's items and the P·V partials (4 floats per invocation; sga: head_dim per subgroup)
     assert big.prod(cfg, 32) == 4 * 512 and cpu.prod(cfg) == 3 * 64 * 9
-    for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}, {"fb": 24}, {"fb": 4}):
+    for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}, {"fb": 24}, {"fb": 4}, {"wv": 2}):
         with pytest.raises(ValueError, match="resident"):
             resident.ResidentTuning(**{"wg": 1024, **bad}).check(cfg)
     resident.ResidentTuning(wg=256, fb=96).check(cfg)
