@@ -38,7 +38,8 @@
 // norm and the attention.  rmsnorm's scale is applied per row after the dot products.
 //
 // Bindings (group 0):
-//   0  storage, read_write  State             st      { ctr (atomic), prompt_len, ctx, pad, tokens[ctx + 1] }
+//   0  storage, read_write  State             st      { ctr (atomic), prompt_len, ctx, pos, words[]: (ACC) the
+//                                                     accumulators (8·D), then tokens[ctx + 1] from tok0() }
 //   1  storage, read        array<vec2<u32>>  W       (words) every layer's Q4_1 matrices: layer l at l·L_STRIDE words,
 //                                                     q|k|v at 0, o at OFF_O, gate|up at OFF_GATE, down at OFF_DOWN
 //   2  storage, read        array<vec4<f32>>  nw      norms: attn_norm(l) at l·N_STRIDE, ffn_norm(l) at
@@ -72,7 +73,7 @@ struct State {
     prompt_len: u32,
     ctx: u32,
     pos: u32,                                                // GRID: tokens computed (FINAL's workgroup 0 adds 1)
-    tokens: array<atomic<u32>>,                              // ctx + 1 tokens, then (ACC) the accumulators
+    tokens: array<atomic<u32>>,                              // (ACC) the accumulators, then ctx + 1 tokens (tok0)
 }
 
 override D: u32;
@@ -131,7 +132,6 @@ var<workgroup> w_plen: u32;                               // per value so that n
 var<workgroup> w_tok: u32;                                // while another invocation may still read it
 var<workgroup> w_pos: u32;
 const SGV_MAX: u32 = 8u;                                  // SGA: vec4 dims per lane (HEAD_DIM / 4 / SGL) at most
-var<private> p_ctx: u32;                                  // st.ctx, read first thing
 var<private> p_slot: u32;                                 // ACC: (pos · N_LAYERS + l) % 2, this layer's slot
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
@@ -366,11 +366,15 @@ fn partials(i: u32, np: u32) -> vec4<f32> {
 // words that every contributor atomicAdds into; Σ lo of ≤ 255 contributors cannot overflow, so no carry is
 // needed and the adds can be fire-and-forget.  Integer addition is associative: the sum does not depend on
 // the order the workgroups arrive in, and it is exact up to 2^-32 per term (|v| < 65536 for an exact hi; the
-// sum must stay under 2^23).  Accumulator a (words st.tokens[a .. a + 2·D): hi[D] | lo[D]): which 0 = RA (the
+// sum must stay under 2^23).  Accumulator a (words st.tokens[a .. a + 2·D): hi[D] | lo[D]), ahead of the
+// tokens, so that its address needs no st.ctx (one round trip less before a step's first read): which 0 = RA (the
 // residual after the attention: the layer's input + Σ heads' output-projection slices), 1 = RF (after the
 // FFN: RA + Σ down-projection slices); two slots each, alternating per layer (p_slot).  The dispatch after
 // the one that reads a slot zeroes it (acc_zero), before the layer after next adds into it again.
-fn acc_at(which: u32, slot: u32) -> u32 { return p_ctx + 1u + (2u * which + slot) * 2u * D; }
+fn acc_at(which: u32, slot: u32) -> u32 { return (2u * which + slot) * 2u * D; }
+
+// Where tokens[0] is in st.tokens: after the accumulators.
+fn tok0() -> u32 { return select(0u, 8u * D, ACC != 0u); }
 
 fn acc_add(a: u32, i: u32, v: f32) {
     if (skip(1u)) { return; }
@@ -473,11 +477,11 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
         if (li == 0u) { w_plen = st.prompt_len; }
         let plen = workgroupUniformLoad(&w_plen);
         if (pos < plen) {
-            if (li == 0u) { w_tok = atomicLoad(&st.tokens[pos]); }
+            if (li == 0u) { w_tok = atomicLoad(&st.tokens[tok0() + pos]); }
             token = workgroupUniformLoad(&w_tok);
         } else {
             token = parts_argmax(li, lane, sid, nsg, sgs);
-            if (w == 0u && li == 0u) { atomicStore(&st.tokens[pos], token); }
+            if (w == 0u && li == 0u) { atomicStore(&st.tokens[tok0() + pos], token); }
         }
     }
     if (!tok_phase && ACC == 0u) { gather(li, o_pf(), NWG); }
@@ -908,7 +912,6 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32,
         @builtin(num_workgroups) grid: vec3<u32>) {
     let ctx = st.ctx;                                        // issued before the counter's round trip
-    p_ctx = ctx;
     let per = 2u + min(SPLIT, 1u);                           // steps per layer
     let spt = per * N_LAYERS + 1u;
     var pos = 0u;                                            // GRID: read by cur_pos once the weights are asked for
@@ -1006,6 +1009,6 @@ fn tail(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_i
     if (li == 0u) {
         var pos = st.pos;                                    // tokens computed so far
         if (GRID == 0u) { pos = atomicLoad(&st.ctr) / NWG / ((2u + min(SPLIT, 1u)) * N_LAYERS + 1u); }
-        atomicStore(&st.tokens[pos], token);
+        atomicStore(&st.tokens[tok0() + pos], token);
     }
 }

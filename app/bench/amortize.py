@@ -24,11 +24,12 @@ MODE_OF = {"op_by_op": "sequential", "token_encoder": "one_encoder", "token_pass
 
 def settings(params: dict) -> dict:
     """The suite's knobs from URL/form strings; ValueError with a message for the page."""
-    from app.llm.gpu_loop import parse_k
+    from app.llm.gpu_loop import parse_k, parse_ramp
     from app.llm.plans import ORDER
     quick = str(params.get("quick", "")).lower() in TRUE
     out = {"quick": quick, "prompt": params.get("prompt") or R.DEFAULT_PROMPT,
            "chat": str(params.get("chat", "")).lower() in TRUE, "k": parse_k(params.get("k")),
+           "ramp": parse_ramp(params.get("ramp")),
            "max_new": _int(params, "max_new_tokens", 8 if quick else 32, 1, 512),
            "runs": _int(params, "runs", 2 if quick else 5, 1, 50),
            "plans": _names(params.get("plans"), ORDER, "plan"),
@@ -123,7 +124,7 @@ async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
             if r >= 0:
                 runs[(plan, driver)].append(res)
             elif getattr(PLANS[plan], "warm", None):
-                PLANS[plan].warm(m, len(ids), cfg["max_new"], cfg["k"])
+                PLANS[plan].warm(m, len(ids), cfg["max_new"], cfg["k"], cfg["ramp"])
     return R.plan_rows(runs, per_dispatch, MODE_OF, m.cfg.n_layers, cfg["k"], unsupported)
 
 
@@ -132,7 +133,7 @@ async def _generate(lab, m, plan, driver, ids, max_new, cfg) -> dict:
     from app.llm.model import PLANS
     check_request(m, ids, max_new)
     if getattr(PLANS[plan], "generate", None):             # the K-token loops (gpu_loop, resident)
-        return await PLANS[plan].generate(lab, m, ids, max_new, driver, k=cfg["k"])
+        return await PLANS[plan].generate(lab, m, ids, max_new, driver, k=cfg["k"], ramp=cfg["ramp"])
     return await generate(lab, m, ids, max_new, plan, driver)
 
 

@@ -75,6 +75,8 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
     if plan in ("gpu_loop", "resident"):
         row["k"] = first.get("k", k)
         row["wasted_tokens"] = first.get("wasted_tokens")
+        row["blocks"] = first.get("blocks")
+        row["ramp"] = first.get("ramp")
     return row
 
 

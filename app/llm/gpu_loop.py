@@ -11,7 +11,9 @@ one small copy command buffer: tokens[1..L] → a staging buffer (the block's on
 tokens[L] → carry → tokens[0] (the next block's first input; a buffer cannot copy onto itself).
 
 Double buffering: block b + 1 is encoded and submitted before block b's readback is awaited, so the
-CPU encodes while the GPU computes.  EOS (or max_new) inside a block truncates the output there; the
+CPU encodes while the GPU computes.  Decode blocks ramp up, 1, 1, 2, 3, 4, 6, 9, … tokens until K
+(decode_lengths; URL parameter ramp=0 turns that off), so the GPU starts after one token's encoding
+instead of K tokens'.  EOS (or max_new) inside a block truncates the output there; the
 tokens computed after it, and a block already in flight, are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
 len(prompt) + max_new positions.  Prompt tokens but the last are fed in blocks of K without the head.
@@ -50,6 +52,29 @@ def block_lengths(total: int, k: int) -> list[int]:
     return [min(k, total - i) for i in range(0, total, k)]
 
 
+def decode_lengths(total: int, k: int, ramp: bool = True) -> list[int]:
+    """The decode blocks of `total` tokens: blocks of k, or (ramp) 1, 1, 2, 3, 4, 6, 9, … up to k first.
+
+    The GPU cannot start before the CPU has encoded the first block, so a first block of k tokens leaves it
+    idle for k tokens' worth of encoding.  With double buffering each block is encoded while the GPU runs the
+    one before, so the GPU stays busy as long as a block's encoding takes no longer than the previous block's
+    GPU time: growing by about 1.5× at a time keeps that while encoding costs up to 2/3 of the GPU time."""
+    if not ramp:
+        return block_lengths(total, k)
+    out, n, length = [], 0, 1
+    while n < total:
+        out.append(min(length, k, total - n))
+        n += out[-1]
+        if len(out) > 1:
+            length = min(k, length + max(1, length // 2))
+    return out
+
+
+def parse_ramp(value) -> bool:
+    """ramp from a URL/form value: on unless 0/false/off/no."""
+    return str(value if value is not None else "").strip().lower() not in ("0", "false", "off", "no")
+
+
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
     """The tokens to deliver from a block: at most `room`, ending at the first EOS (kept, like the
     reference's greedy).  Returns (tokens, stop)."""
@@ -73,10 +98,10 @@ def block_plan(m, length: int, logits: bool):
     return m._plans[key]
 
 
-def warm(m, prompt_len: int, max_new: int, k: int) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
     """Record (and build the JS arrays of) every block plan a run of this shape will replay, so that a
     timed run does not pay for first-use recording."""
-    for length in set(block_lengths(max_new, k)):
+    for length in set(decode_lengths(max_new, k, ramp)):
         block_plan(m, length, True).to_js()
     for length in set(block_lengths(prompt_len - 1, k)):
         block_plan(m, length, False).to_js()
@@ -200,18 +225,19 @@ class FusedLoop:
 
 
 async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python", on_token=None,
-                   logits_out=None, k=None) -> dict:
+                   logits_out=None, k=None, ramp=None) -> dict:
     """Greedy generation with the GPU-resident loop; same result keys as app.llm.generate.generate."""
-    return await run(lab, m, prompt_ids, max_new, driver, on_token, k, FusedLoop())
+    return await run(lab, m, prompt_ids, max_new, driver, on_token, k, FusedLoop(), ramp)
 
 
-async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how) -> dict:
+async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, ramp=None) -> dict:
     """The block loop shared by gpu_loop and resident: prefill, then blocks of ≤ k tokens, DEPTH in flight."""
     from .generate import check_request
     k = parse_k(lab.params.get("k") if k is None else k)
     check_request(m, prompt_ids, max_new)
     await how.prepare(m)
-    lengths = block_lengths(max_new, k)
+    ramp = parse_ramp(lab.params.get("ramp") if ramp is None else ramp)
+    lengths = decode_lengths(max_new, k, ramp)
     loop = how.loop(m, driver, k, len(lengths))
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
     stopped, pending, t_first = "max_new_tokens", [], None
@@ -262,7 +288,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how) 
         "gpu_ms_per_token": round(sum(gpu_ms) / computed, 4) if gpu_ms else "unsupported",
         "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
                        if gpu_ms else "this adapter has no timestamp-query"),
-        "plan": how.name, "mode": "one_pass", "driver": driver, "k": k,
+        "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp,
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "wall_s": round((_now() - t0) / 1000, 3),
     }

@@ -41,12 +41,14 @@ def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K, split:
     raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(ORDER)}")
 
 
-async def _gpu_loop_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None):
-    return await gpu_loop.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k)
+async def _gpu_loop_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None,
+                             ramp=None):
+    return await gpu_loop.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k, ramp)
 
 
-async def _resident_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None):
-    return await resident.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k)
+async def _resident_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None,
+                             ramp=None):
+    return await resident.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k, ramp)
 
 
 def _resident_record(m, slot=0, logits=True):

@@ -51,10 +51,10 @@ import numpy as np
 from app.adapter import is_cpu
 
 from . import gpu_loop
-from .gpu_loop import Loop, block_lengths
+from .gpu_loop import Loop, block_lengths, decode_lengths
 
 KERNEL = "resident.wgsl"
-STATE_HEADER = 4                 # u32 words before tokens[]: ctr, prompt_len, ctx, pos
+STATE_HEADER = 4                 # u32 words before the accumulators and tokens: ctr, prompt_len, ctx, pos
 OVERRIDES: dict = {}             # ResidentTuning fields to override (URL parameter resident_tuning)
 
 
@@ -264,15 +264,21 @@ def supported_why(features, info: dict) -> str | None:
 
 
 def state_words(cfg, t: ResidentTuning, ctx: int) -> int:
-    """The state buffer: header, ctx + 1 tokens, then (acc) 2 accumulators × 2 slots × (hi, lo) × d_model."""
-    return STATE_HEADER + ctx + 1 + (8 * cfg.d_model if t.acc else 0)
+    """The state buffer: header, (acc) 2 accumulators × 2 slots × (hi, lo) × d_model, then ctx + 1 tokens."""
+    return tokens_at(cfg, t) + ctx + 1
+
+
+def tokens_at(cfg, t: ResidentTuning) -> int:
+    """Word of tokens[0] in the state: after the header and the accumulators (whose addresses then need no ctx)."""
+    return STATE_HEADER + (8 * cfg.d_model if t.acc else 0)
 
 
 def state_init(cfg, t: ResidentTuning, ctx: int, ids: list) -> np.ndarray:
     """What a generation starts from: counter and position 0, the prompt, zeroed accumulators."""
     w = np.zeros(state_words(cfg, t, ctx), np.uint32)
     w[1], w[2] = len(ids), ctx
-    w[STATE_HEADER:STATE_HEADER + len(ids)] = ids
+    at = tokens_at(cfg, t)
+    w[at:at + len(ids)] = ids
     return w
 
 
@@ -368,7 +374,8 @@ class ResidentLoop(Loop):
         return block_plan(self.m, length, True, True)
 
     def copy_out(self, enc, pos: int, length: int, st) -> None:
-        enc.copyBufferToBuffer(self.m.act["resident_state"], 4 * (STATE_HEADER + pos + 1), st, 0, 4 * length)
+        at = tokens_at(self.m.cfg, self.m.resident_tuning)
+        enc.copyBufferToBuffer(self.m.act["resident_state"], 4 * (at + pos + 1), st, 0, 4 * length)
 
 
 class Resident:
@@ -393,14 +400,14 @@ class Resident:
         return dispatch_count(m.cfg.n_layers, False, m.resident_tuning.split)
 
 
-def warm(m, prompt_len: int, max_new: int, k: int) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
     """Record and convert every block plan a run of this shape replays, before timing."""
-    for length in set(block_lengths(max_new, k)):
+    for length in set(decode_lengths(max_new, k, ramp)):
         block_plan(m, length, True, True).to_js()
     for length in set(block_lengths(prompt_len - 1, k)):
         block_plan(m, length, False, False).to_js()
 
 
 async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python", on_token=None,
-                   logits_out=None, k=None) -> dict:
-    return await gpu_loop.run(lab, m, prompt_ids, max_new, driver, on_token, k, Resident())
+                   logits_out=None, k=None, ramp=None) -> dict:
+    return await gpu_loop.run(lab, m, prompt_ids, max_new, driver, on_token, k, Resident(), ramp)

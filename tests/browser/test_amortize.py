@@ -40,11 +40,11 @@ def test_isolation_splits_compute_the_same_result(lab_page):
     assert all(len(s["ms"]) == len(iso["k"]) for s in iso["series"].values())
 
 
-@pytest.mark.parametrize("plans,driver", [("op_by_op,token_pass,fused,gpu_loop", "python"),
-                                          ("token_encoder,fused,gpu_loop", "js")])
-def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, plans, driver):
+@pytest.mark.parametrize("plans,driver,ramp", [("op_by_op,token_pass,fused,gpu_loop", "python", "0"),
+                                               ("token_encoder,fused,gpu_loop", "js", "1")])
+def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, plans, driver, ramp):
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": plans, "drivers": driver,
-                                    "k": 3})
+                                    "k": 3, "ramp": ramp})
     rows = out["plans"]
     assert [r["plan"] for r in rows] == plans.split(",")
     for r in rows:
@@ -56,7 +56,9 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
     assert by["fused"]["dispatches_per_token"] == 123 and by["gpu_loop"]["dispatches_per_token"] == 123
     if "op_by_op" in by:
         assert by["op_by_op"]["dispatches_per_token"] == 485 and by["op_by_op"]["submits_per_token"] == 486
-    assert by["gpu_loop"]["readbacks_per_token"] == pytest.approx(2 / 4)   # 4 tokens: blocks of 3 and 1
+    # 4 tokens: blocks of 3 and 1, or ramping up (decode_lengths) 1, 1 and 2
+    assert by["gpu_loop"]["blocks"] == (3 if ramp == "1" else 2) and by["gpu_loop"]["ramp"] is (ramp == "1")
+    assert by["gpu_loop"]["readbacks_per_token"] == pytest.approx(by["gpu_loop"]["blocks"] / 4)
 
 
 @pytest.mark.parametrize("driver", ["python", "js"])
@@ -66,9 +68,10 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
-    assert r["dispatches_per_token"] == (62 * 4 + 2) / 4      # 2·30 + FINAL + head per token, a tail per block
+    assert r["blocks"] == 3                                  # 1, 1, 2: decode blocks ramp up to k
+    assert r["dispatches_per_token"] == (62 * 4 + 3) / 4      # 2·30 + FINAL + head per token, a tail per block
     assert r["dispatch_count_ok"] is True
-    assert r["readbacks_per_token"] == pytest.approx(2 / 4)
+    assert r["readbacks_per_token"] == pytest.approx(3 / 4)
 
 
 LONG_PROMPT = " ".join(["one two three four five six seven eight nine ten"] * 8)   # 80+ tokens
@@ -120,7 +123,7 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
-    assert r["dispatches_per_token"] == (92 * 4 + (2 if k == 3 else 1)) / 4
+    assert r["dispatches_per_token"] == (92 * 4 + 3) / 4       # blocks of 1, 1, 2 for either k
     assert r["dispatch_count_ok"] is True
 
 
@@ -140,7 +143,7 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
     per = 92 if "split" in tuning else 62
-    assert r["dispatches_per_token"] == (per * 4 + 2) / 4
+    assert r["dispatches_per_token"] == (per * 4 + 3) / 4
     assert r["dispatch_count_ok"] is True
 
 

@@ -230,6 +230,18 @@ def test_block_lengths(total, k, want):
     assert gpu_loop.block_lengths(total, k) == want
 
 
+def test_decode_lengths_ramp_up_to_k():
+    for total, k in ((128, 8), (128, 16), (4, 3), (12, 3), (1, 8), (300, 64)):
+        got = gpu_loop.decode_lengths(total, k)
+        assert sum(got) == total and all(1 <= n <= k for n in got) and got[:2] == [1, 1][:total]
+        head = got[:-1]                                        # the last block takes what is left
+        assert all(b >= a and b <= a + max(1, a // 2) for a, b in zip(head, head[1:])), got
+    assert gpu_loop.decode_lengths(128, 8)[:8] == [1, 1, 2, 3, 4, 6, 8, 8]
+    assert gpu_loop.decode_lengths(8, 3, ramp=False) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4) == []
+    assert gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
+        and not gpu_loop.parse_ramp("off")
+
+
 def test_truncate_stops_at_eos_and_room():
     assert gpu_loop.truncate([5, 6, 2, 7], 10, eos_id=2) == ([5, 6, 2], True)     # EOS inside a block
     assert gpu_loop.truncate([5, 6, 7], 2, eos_id=2) == ([5, 6], True)            # max_new reached
@@ -393,7 +405,10 @@ def test_resident_acc_and_grid_layout():
     assert resident.state_words(cfg, acc, 100) == 4 + 101 + 8 * 576
     w = resident.state_init(cfg, acc, 100, [5, 6, 7])
     assert w.dtype == np.uint32 and len(w) == resident.state_words(cfg, acc, 100)
-    assert list(w[:7]) == [0, 3, 100, 0, 5, 6, 7] and not w[7:].any()
+    at = 4 + 8 * 576                                  # tokens after the accumulators
+    assert list(w[:4]) == [0, 3, 100, 0] and list(w[at:at + 3]) == [5, 6, 7] and not w[4:at].any() \
+        and not w[at + 3:].any() and resident.tokens_at(cfg, plain) == 4
+    assert list(resident.state_init(cfg, plain, 100, [5, 6, 7])[:7]) == [0, 3, 100, 0, 5, 6, 7]
     assert [resident.grid(cfg, plain, s) for s in (0, 5)] == [48, 48]
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
