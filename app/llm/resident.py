@@ -99,8 +99,8 @@ class ResidentTuning:
     instead of in chunks of wg positions with barriers between scores, softmax and P·V; sgl: lanes per
     position for sga (0: head_dim / 4 or the adapter's smallest subgroup, whichever is smaller); wv: 1 loads
     the layer matrices 8 bytes at a time (every pair of Q4_1 blocks starts on an even word; prepare checks).
-    GPUs: split, acc, grid and sga on, kv_pre 4, as many workgroups per head as fit (5 for SmolLM2), 512
-    invocations (the fastest on the H200; else the largest that fits).
+    GPUs: split, acc, grid and sga on, kv_pre 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
+    512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
     fb: int = 64
@@ -129,9 +129,10 @@ class ResidentTuning:
             # 0.88; then wg 512: 0.80 (1024: 0.81, 256: 0.91) (H200 sweeps, results/2026-12-02-nvidia-h200-resident,
             # results/2026-12-03-nvidia-h200-split, results/2026-12-03-nvidia-h200-acc-grid); kv_pre 4: 0.782
             # vs 0.791 with 2 and 0.806 with 8 (results/2026-12-03-nvidia-h200-kv-pre); sga and 5 workgroups
-            # per head: 0.737 vs 0.792 (sga alone 0.777, wo_parts 5 alone 0.741; results/2026-12-03-nvidia-h200-sga)
+            # per head: 0.737 vs 0.792 (sga alone 0.777, wo_parts 5 alone 0.741; results/2026-12-03-nvidia-h200-sga);
+            # fb 16 (96 workgroups, 10 per head): 0.719 vs 0.737, fb 8: 0.827 (results/2026-12-03-nvidia-h200-fb16)
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
-                t = cls(wg=wg, fb=32, split=1, acc=1, grid=1, kv_pre=4, sga=sga)
+                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
                 if wg <= cap and t.shared_bytes(cfg, min_subgroup(info)) <= mem:
                     return t

@@ -147,14 +147,16 @@ def test_resident_tuning_fits_workgroup_memory():
     assert (cpu.wg, cpu.nwg(cfg), cpu.head_groups(cfg)) == (64, 24, 768)
     lim = {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupStorageSize": 32768}
     big = resident.ResidentTuning.for_adapter({"subgroupMinSize": 32}, lim, cfg)
-    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.wo_parts) == (512, 1, 1, 1, 4, 1, 5)
+    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.fb, big.wo_parts) == \
+        (512, 1, 1, 1, 4, 1, 16, 10)
+    assert big.nwg(cfg) == 96
     assert big.shared_bytes(cfg, 32) <= 32768
     big.check(cfg, 32)
     # subgroups possibly 4 wide: sga would merge 128 subgroups' head_dim floats, more than 32 KiB, so not sga
     narrow = resident.ResidentTuning.for_adapter({}, lim, cfg)
-    assert (narrow.wg, narrow.sga, narrow.wo_parts) == (512, 0, 5) and narrow.shared_bytes(cfg, 4) <= 32768
-    assert big.max_wo_parts(cfg) == 5 and cpu.max_wo_parts(cfg) == 2      # 48 // 9, 24 // 9
-    assert big.max_wo_parts(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 225})) == 24   # 25 would leave a part empty
+    assert (narrow.wg, narrow.sga, narrow.wo_parts) == (512, 0, 10) and narrow.shared_bytes(cfg, 4) <= 32768
+    assert big.max_wo_parts(cfg) == 10 and cpu.max_wo_parts(cfg) == 2     # 96 // 9, 24 // 9
+    assert big.max_wo_parts(SimpleNamespace(**{**vars(cfg), "ffn": 16 * 225})) == 24   # 25 would leave a part empty
     assert (cpu.split, cpu.acc, cpu.grid) == (0, 0, 0)
     small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                      "maxComputeWorkgroupStorageSize": 16384}, cfg)
