@@ -24,12 +24,13 @@ MODE_OF = {"op_by_op": "sequential", "token_encoder": "one_encoder", "token_pass
 
 def settings(params: dict) -> dict:
     """The suite's knobs from URL/form strings; ValueError with a message for the page."""
-    from app.llm.gpu_loop import parse_k, parse_ramp
+    from app.llm.gpu_loop import parse_depth, parse_k, parse_ramp
     from app.llm.plans import ORDER
     quick = str(params.get("quick", "")).lower() in TRUE
     out = {"quick": quick, "prompt": params.get("prompt") or R.DEFAULT_PROMPT,
            "chat": str(params.get("chat", "")).lower() in TRUE, "k": parse_k(params.get("k")),
            "ramp": parse_ramp(params.get("ramp")),
+           "depth": parse_depth(params.get("depth")),
            "max_new": _int(params, "max_new_tokens", 8 if quick else 32, 1, 512),
            "runs": _int(params, "runs", 2 if quick else 5, 1, 50),
            "plans": _names(params.get("plans"), ORDER, "plan"),
@@ -133,7 +134,8 @@ async def _generate(lab, m, plan, driver, ids, max_new, cfg) -> dict:
     from app.llm.model import PLANS
     check_request(m, ids, max_new)
     if getattr(PLANS[plan], "generate", None):             # the K-token loops (gpu_loop, resident)
-        return await PLANS[plan].generate(lab, m, ids, max_new, driver, k=cfg["k"], ramp=cfg["ramp"])
+        return await PLANS[plan].generate(lab, m, ids, max_new, driver, k=cfg["k"], ramp=cfg["ramp"],
+                                                depth=cfg["depth"])
     return await generate(lab, m, ids, max_new, plan, driver)
 
 

@@ -77,6 +77,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
         row["wasted_tokens"] = first.get("wasted_tokens")
         row["blocks"] = first.get("blocks")
         row["ramp"] = first.get("ramp")
+        row["depth"] = first.get("depth")
     return row
 
 

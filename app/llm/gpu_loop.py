@@ -11,9 +11,11 @@ one small copy command buffer: tokens[1..L] → a staging buffer (the block's on
 tokens[L] → carry → tokens[0] (the next block's first input; a buffer cannot copy onto itself).
 
 Double buffering: block b + 1 is encoded and submitted before block b's readback is awaited, so the
-CPU encodes while the GPU computes.  Decode blocks ramp up, 1, 1, 2, 3, 4, 6, 9, … tokens until K
-(decode_lengths; URL parameter ramp=0 turns that off), so the GPU starts after one token's encoding
-instead of K tokens'.  EOS (or max_new) inside a block truncates the output there; the
+CPU encodes while the GPU computes.  With the URL parameter ramp=1, decode blocks ramp up, 1, 1, 2, 3,
+4, 6, 9, … tokens until K (decode_lengths), so that the GPU starts after one token's encoding instead of
+K tokens'.  It is off by default: on the H200 it was slower (0.753–0.762 vs 0.728–0.738 wall ms per
+token, results/2026-12-03-nvidia-h200-fb16), since a small block's readback takes longer than its GPU work
+and the CPU waits for it before encoding the block after next.  EOS (or max_new) inside a block truncates the output there; the
 tokens computed after it, and a block already in flight, are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
 len(prompt) + max_new positions.  Prompt tokens but the last are fed in blocks of K without the head.
@@ -52,7 +54,7 @@ def block_lengths(total: int, k: int) -> list[int]:
     return [min(k, total - i) for i in range(0, total, k)]
 
 
-def decode_lengths(total: int, k: int, ramp: bool = True) -> list[int]:
+def decode_lengths(total: int, k: int, ramp: bool = False) -> list[int]:
     """The decode blocks of `total` tokens: blocks of k, or (ramp) 1, 1, 2, 3, 4, 6, 9, … up to k first.
 
     The GPU cannot start before the CPU has encoded the first block, so a first block of k tokens leaves it
@@ -70,9 +72,22 @@ def decode_lengths(total: int, k: int, ramp: bool = True) -> list[int]:
     return out
 
 
+def parse_depth(value) -> int:
+    """Blocks in flight from a URL/form value (None or "" → DEPTH); ValueError with a message for the page."""
+    if value is None or str(value).strip() == "":
+        return DEPTH
+    try:
+        d = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"depth (blocks in flight) must be a whole number, got {value!r}") from None
+    if not 1 <= d <= 8:
+        raise ValueError(f"depth (blocks in flight) must be between 1 and 8, got {d}")
+    return d
+
+
 def parse_ramp(value) -> bool:
-    """ramp from a URL/form value: on unless 0/false/off/no."""
-    return str(value if value is not None else "").strip().lower() not in ("0", "false", "off", "no")
+    """ramp from a URL/form value: on for 1/true/on/yes, else off."""
+    return str(value if value is not None else "").strip().lower() in ("1", "true", "on", "yes")
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
@@ -98,7 +113,7 @@ def block_plan(m, length: int, logits: bool):
     return m._plans[key]
 
 
-def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = False) -> None:
     """Record (and build the JS arrays of) every block plan a run of this shape will replay, so that a
     timed run does not pay for first-use recording."""
     for length in set(decode_lengths(max_new, k, ramp)):
@@ -122,10 +137,11 @@ def _now() -> float:
 class Loop:
     """GPU-side state of one run: staging buffers, carry, optional timestamps, counters."""
 
-    def __init__(self, m, driver: str, k: int, n_blocks: int):
+    def __init__(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH):
         from app.gpu import COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE
-        self.m, self.dev, self.driver, self.k = m, m.dev, driver, k
-        self.staging = [self.dev.create_buffer(4 * k, MAP_READ | COPY_DST, f"gpu_loop readback {i}") for i in range(DEPTH)]
+        self.m, self.dev, self.driver, self.k, self.depth = m, m.dev, driver, k, depth
+        self.staging = [self.dev.create_buffer(4 * k, MAP_READ | COPY_DST, f"gpu_loop readback {i}")
+                        for i in range(depth)]
         self.carry = self.dev.create_buffer(16, COPY_SRC | COPY_DST, "gpu_loop carry")
         self.timed = "timestamp-query" in self.dev.features
         if self.timed:
@@ -146,7 +162,7 @@ class Loop:
         from app.gpu import MAP_READ
         b = self.blocks
         await self.replay(self.block(pos, length), (self.qs, 2 * b, 2 * b + 1) if self.timed else None)
-        st = self.staging[b % DEPTH]
+        st = self.staging[b % self.depth]
         enc = self.dev.device.createCommandEncoder()
         self.copy_out(enc, pos, length, st)
         self.dev.queue.submit(js.Array.of(enc.finish()))
@@ -210,8 +226,8 @@ class FusedLoop:
     async def prepare(self, m) -> None:
         await prepare(m)
 
-    def loop(self, m, driver: str, k: int, n_blocks: int) -> "Loop":
-        return Loop(m, driver, k, n_blocks)
+    def loop(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH) -> "Loop":
+        return Loop(m, driver, k, n_blocks, depth)
 
     async def prefill(self, m, loop: "Loop", ids: list) -> None:
         await prefill(m, loop, ids[:-1])
@@ -225,20 +241,22 @@ class FusedLoop:
 
 
 async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python", on_token=None,
-                   logits_out=None, k=None, ramp=None) -> dict:
+                   logits_out=None, k=None, ramp=None, depth=None) -> dict:
     """Greedy generation with the GPU-resident loop; same result keys as app.llm.generate.generate."""
-    return await run(lab, m, prompt_ids, max_new, driver, on_token, k, FusedLoop(), ramp)
+    return await run(lab, m, prompt_ids, max_new, driver, on_token, k, FusedLoop(), ramp, depth)
 
 
-async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, ramp=None) -> dict:
-    """The block loop shared by gpu_loop and resident: prefill, then blocks of ≤ k tokens, DEPTH in flight."""
+async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, ramp=None, depth=None) -> dict:
+    """The block loop shared by gpu_loop and resident: prefill, then blocks of ≤ k tokens, `depth` in flight
+    (URL parameter depth, DEPTH by default)."""
     from .generate import check_request
     k = parse_k(lab.params.get("k") if k is None else k)
     check_request(m, prompt_ids, max_new)
     await how.prepare(m)
     ramp = parse_ramp(lab.params.get("ramp") if ramp is None else ramp)
     lengths = decode_lengths(max_new, k, ramp)
-    loop = how.loop(m, driver, k, len(lengths))
+    depth = parse_depth(lab.params.get("depth") if depth is None else depth)
+    loop = how.loop(m, driver, k, len(lengths), depth)
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
     stopped, pending, t_first = "max_new_tokens", [], None
     try:
@@ -249,7 +267,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         t_dec = _now()
         pos, nxt = len(prompt_ids) - 1, 0
         while pending or nxt < len(lengths):
-            while nxt < len(lengths) and len(pending) < DEPTH:
+            while nxt < len(lengths) and len(pending) < depth:
                 pending.append(await loop.decode_block(pos, lengths[nxt]))
                 pos, nxt = pos + lengths[nxt], nxt + 1
             got, stop = truncate(await loop.read(pending.pop(0)), max_new - len(out), m.cfg.eos_id)
@@ -288,7 +306,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "gpu_ms_per_token": round(sum(gpu_ms) / computed, 4) if gpu_ms else "unsupported",
         "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
                        if gpu_ms else "this adapter has no timestamp-query"),
-        "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp,
+        "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "wall_s": round((_now() - t0) / 1000, 3),
     }

@@ -42,13 +42,13 @@ def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K, split:
 
 
 async def _gpu_loop_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None,
-                             ramp=None):
-    return await gpu_loop.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k, ramp)
+                             ramp=None, depth=None):
+    return await gpu_loop.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k, ramp, depth)
 
 
 async def _resident_generate(lab, m, prompt_ids, max_new, driver="python", on_token=None, logits_out=None, k=None,
-                             ramp=None):
-    return await resident.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k, ramp)
+                             ramp=None, depth=None):
+    return await resident.generate(lab, m, prompt_ids, max_new, driver, on_token, logits_out, k, ramp, depth)
 
 
 def _resident_record(m, slot=0, logits=True):

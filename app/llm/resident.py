@@ -385,8 +385,8 @@ class Resident:
     async def prepare(self, m) -> None:
         await prepare(m)
 
-    def loop(self, m, driver: str, k: int, n_blocks: int):
-        return ResidentLoop(m, driver, k, n_blocks)
+    def loop(self, m, driver: str, k: int, n_blocks: int, depth: int = gpu_loop.DEPTH):
+        return ResidentLoop(m, driver, k, n_blocks, depth)
 
     async def prefill(self, m, loop, ids: list) -> None:
         """State header (counter 0) and the prompt, then positions 0..n-2 without the head."""
@@ -401,7 +401,7 @@ class Resident:
         return dispatch_count(m.cfg.n_layers, False, m.resident_tuning.split)
 
 
-def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = False) -> None:
     """Record and convert every block plan a run of this shape replays, before timing."""
     for length in set(decode_lengths(max_new, k, ramp)):
         block_plan(m, length, True, True).to_js()
@@ -410,5 +410,5 @@ def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
 
 
 async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python", on_token=None,
-                   logits_out=None, k=None, ramp=None) -> dict:
-    return await gpu_loop.run(lab, m, prompt_ids, max_new, driver, on_token, k, Resident(), ramp)
+                   logits_out=None, k=None, ramp=None, depth=None) -> dict:
+    return await gpu_loop.run(lab, m, prompt_ids, max_new, driver, on_token, k, Resident(), ramp, depth)

@@ -234,14 +234,22 @@ def test_block_lengths(total, k, want):
 
 def test_decode_lengths_ramp_up_to_k():
     for total, k in ((128, 8), (128, 16), (4, 3), (12, 3), (1, 8), (300, 64)):
-        got = gpu_loop.decode_lengths(total, k)
+        got = gpu_loop.decode_lengths(total, k, ramp=True)
         assert sum(got) == total and all(1 <= n <= k for n in got) and got[:2] == [1, 1][:total]
         head = got[:-1]                                        # the last block takes what is left
         assert all(b >= a and b <= a + max(1, a // 2) for a, b in zip(head, head[1:])), got
-    assert gpu_loop.decode_lengths(128, 8)[:8] == [1, 1, 2, 3, 4, 6, 8, 8]
-    assert gpu_loop.decode_lengths(8, 3, ramp=False) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4) == []
-    assert gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
-        and not gpu_loop.parse_ramp("off")
+    assert gpu_loop.decode_lengths(128, 8, ramp=True)[:8] == [1, 1, 2, 3, 4, 6, 8, 8]
+    assert gpu_loop.decode_lengths(8, 3) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4, ramp=True) == []
+    assert not gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
+        and not gpu_loop.parse_ramp("off") and gpu_loop.parse_ramp("true")
+
+
+def test_parse_depth():
+    assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 2
+    assert gpu_loop.parse_depth("4") == 4 and gpu_loop.parse_depth(1) == 1
+    for bad in ("0", "9", "two", "1.5"):
+        with pytest.raises(ValueError, match="depth"):
+            gpu_loop.parse_depth(bad)
 
 
 def test_truncate_stops_at_eos_and_room():
