@@ -10,12 +10,14 @@ after the previous block, so blocks never see each other's positions), replays t
 one small copy command buffer: tokens[1..L] → a staging buffer (the block's only readback) and
 tokens[L] → carry → tokens[0] (the next block's first input; a buffer cannot copy onto itself).
 
-Double buffering: block b + 1 is encoded and submitted before block b's readback is awaited, so the
-CPU encodes while the GPU computes.  With the URL parameter ramp=1, decode blocks ramp up, 1, 1, 2, 3,
-4, 6, 9, … tokens until K (decode_lengths), so that the GPU starts after one token's encoding instead of
-K tokens'.  It is off by default: on the H200 it was slower (0.753–0.762 vs 0.728–0.738 wall ms per
-token, results/2026-12-03-nvidia-h200-fb16), since a small block's readback takes longer than its GPU work
-and the CPU waits for it before encoding the block after next.  EOS (or max_new) inside a block truncates the output there; the
+Blocks in flight: block b + 1 (up to b + DEPTH − 1) is encoded and submitted before block b's readback
+is awaited, so the CPU encodes while the GPU computes.  Decode blocks ramp up, 1, 1, 2, 3, 4, 6, 9, …
+tokens until K (decode_lengths), so that the GPU starts after one token's encoding instead of K tokens'.
+The ramp needs more than 2 blocks in flight: a small block's readback takes longer than its GPU work, and
+with 2 the CPU waits for it before encoding the block after next.  H200, 128 tokens, wall ms per token
+(results/2026-12-03-nvidia-h200-fb16): ramp with 4 in flight 0.719–0.723, with 3 0.720–0.724; no ramp
+with 2 (the previous default) 0.739–0.747, with 3 0.736–0.742; ramp with 2 0.763.  URL parameters ramp=0
+and depth=1..8 change them.  EOS (or max_new) inside a block truncates the output there; the
 tokens computed after it, and a block already in flight, are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
 len(prompt) + max_new positions.  Prompt tokens but the last are fed in blocks of K without the head.
@@ -33,7 +35,7 @@ from .kernels import STEP_STRIDE
 from .model import MAX_SLOTS
 
 DEFAULT_K = 16
-DEPTH = 2                      # blocks in flight (double buffering)
+DEPTH = 4                      # blocks in flight
 
 
 def parse_k(value) -> int:
@@ -54,13 +56,14 @@ def block_lengths(total: int, k: int) -> list[int]:
     return [min(k, total - i) for i in range(0, total, k)]
 
 
-def decode_lengths(total: int, k: int, ramp: bool = False) -> list[int]:
+def decode_lengths(total: int, k: int, ramp: bool = True) -> list[int]:
     """The decode blocks of `total` tokens: blocks of k, or (ramp) 1, 1, 2, 3, 4, 6, 9, … up to k first.
 
     The GPU cannot start before the CPU has encoded the first block, so a first block of k tokens leaves it
-    idle for k tokens' worth of encoding.  With double buffering each block is encoded while the GPU runs the
+    idle for k tokens' worth of encoding.  With blocks in flight each block is encoded while the GPU runs the
     one before, so the GPU stays busy as long as a block's encoding takes no longer than the previous block's
-    GPU time: growing by about 1.5× at a time keeps that while encoding costs up to 2/3 of the GPU time."""
+    GPU time: growing by about 1.5× at a time keeps that while encoding costs up to 2/3 of the GPU time
+    (with DEPTH blocks in flight, so that the CPU is not held up by the small blocks' readbacks)."""
     if not ramp:
         return block_lengths(total, k)
     out, n, length = [], 0, 1
@@ -86,8 +89,8 @@ def parse_depth(value) -> int:
 
 
 def parse_ramp(value) -> bool:
-    """ramp from a URL/form value: on for 1/true/on/yes, else off."""
-    return str(value if value is not None else "").strip().lower() in ("1", "true", "on", "yes")
+    """ramp from a URL/form value: on unless 0/false/off/no."""
+    return str(value if value is not None else "").strip().lower() not in ("0", "false", "off", "no")
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
@@ -113,7 +116,7 @@ def block_plan(m, length: int, logits: bool):
     return m._plans[key]
 
 
-def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = False) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
     """Record (and build the JS arrays of) every block plan a run of this shape will replay, so that a
     timed run does not pay for first-use recording."""
     for length in set(decode_lengths(max_new, k, ramp)):

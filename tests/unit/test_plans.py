@@ -239,13 +239,14 @@ def test_decode_lengths_ramp_up_to_k():
         head = got[:-1]                                        # the last block takes what is left
         assert all(b >= a and b <= a + max(1, a // 2) for a, b in zip(head, head[1:])), got
     assert gpu_loop.decode_lengths(128, 8, ramp=True)[:8] == [1, 1, 2, 3, 4, 6, 8, 8]
-    assert gpu_loop.decode_lengths(8, 3) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4, ramp=True) == []
-    assert not gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
+    assert gpu_loop.decode_lengths(8, 3, ramp=False) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4) == []
+    assert gpu_loop.decode_lengths(4, 3) == [1, 1, 2]                      # on by default
+    assert gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
         and not gpu_loop.parse_ramp("off") and gpu_loop.parse_ramp("true")
 
 
 def test_parse_depth():
-    assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 2
+    assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 4
     assert gpu_loop.parse_depth("4") == 4 and gpu_loop.parse_depth(1) == 1
     for bad in ("0", "9", "two", "1.5"):
         with pytest.raises(ValueError, match="depth"):
