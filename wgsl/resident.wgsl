@@ -54,7 +54,7 @@
 // SPLIT = 1 (ResidentTuning.split): 3 steps per layer, QKV(l) (workgroup w: rows w·QR … of Q|K|V, RoPE, q to
 //   Q, k/v to the cache; the residual as ATTN builds it) before ATTN(l), which then starts from q and the cache.
 // ACC = 1 (ResidentTuning.acc): instead of PA/PF partial vectors (and X, XM), contributors atomically add
-//   exact fixed-point values into accumulators kept after the tokens in the state (see acc_add).
+//   exact fixed-point values into accumulators kept ahead of the tokens in the state (see acc_add).
 // GRID = 1 (ResidentTuning.grid): a step dispatch has NWG + s workgroups for step s of a token (the rest
 //   return at once); the position is st.pos, which FINAL's workgroup 0 advances; the counter is unused.
 // WO_PARTS (ResidentTuning.wo_parts): HEADS · WO_PARTS ATTN workgroups; the WO_PARTS of one head each compute

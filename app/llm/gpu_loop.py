@@ -10,15 +10,17 @@ after the previous block, so blocks never see each other's positions), replays t
 one small copy command buffer: tokens[1..L] → a staging buffer (the block's only readback) and
 tokens[L] → carry → tokens[0] (the next block's first input; a buffer cannot copy onto itself).
 
-Blocks in flight: block b + 1 (up to b + DEPTH − 1) is encoded and submitted before block b's readback
-is awaited, so the CPU encodes while the GPU computes.  Decode blocks ramp up, 1, 1, 2, 3, 4, 6, 9, …
-tokens until K (decode_lengths), so that the GPU starts after one token's encoding instead of K tokens'.
-The ramp needs more than 2 blocks in flight: a small block's readback takes longer than its GPU work, and
-with 2 the CPU waits for it before encoding the block after next.  H200, 128 tokens, wall ms per token
-(results/2026-12-03-nvidia-h200-fb16): ramp with 4 in flight 0.719–0.723, with 3 0.720–0.724; no ramp
-with 2 (the previous default) 0.739–0.747, with 3 0.736–0.742; ramp with 2 0.763.  URL parameters ramp=0
-and depth=1..8 change them.  EOS (or max_new) inside a block truncates the output there; the
-tokens computed after it, and a block already in flight, are discarded (counted as `wasted_tokens`).
+Blocks in flight: block b + 1 (up to b + depth − 1; DEPTH = 2 by default, double buffering) is encoded and
+submitted before block b's readback is awaited, so the CPU encodes while the GPU computes.  Opt-in, URL
+parameters ramp=1 and depth=1..8: decode blocks ramp up, 1, 1, 2, 3, 4, 6, 9, … tokens until K
+(decode_lengths), so that the GPU starts after one token's encoding instead of K tokens'.  The ramp needs
+more than 2 blocks in flight: a small block's readback takes longer than its GPU work, and with 2 the CPU
+waits for it before encoding the block after next.  H200, 128 tokens, wall ms per token
+(results/2026-12-03-nvidia-h200-fb16): ramp with 4 in flight 0.719–0.723, with 3 0.720–0.724; fixed blocks
+with 2 0.739–0.747, with 3 0.736–0.742; ramp with 2 0.763.  It is not the default because in one compare run
+with ramp and 4 in flight (…-fb16/7-compare-ramp) two of three timed runs fell to ~400 tok/s, unexplained.
+(All at K = 8.)  EOS (or max_new) inside a block truncates the output there; the tokens computed after it,
+and the blocks already in flight (up to depth − 1), are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
 len(prompt) + max_new positions.  Prompt tokens but the last are fed in blocks of K without the head.
 
@@ -35,7 +37,7 @@ from .kernels import STEP_STRIDE
 from .model import MAX_SLOTS
 
 DEFAULT_K = 16
-DEPTH = 4                      # blocks in flight
+DEPTH = 2                      # blocks in flight (double buffering)
 
 
 def parse_k(value) -> int:
@@ -56,7 +58,7 @@ def block_lengths(total: int, k: int) -> list[int]:
     return [min(k, total - i) for i in range(0, total, k)]
 
 
-def decode_lengths(total: int, k: int, ramp: bool = True) -> list[int]:
+def decode_lengths(total: int, k: int, ramp: bool = False) -> list[int]:
     """The decode blocks of `total` tokens: blocks of k, or (ramp) 1, 1, 2, 3, 4, 6, 9, … up to k first.
 
     The GPU cannot start before the CPU has encoded the first block, so a first block of k tokens leaves it
@@ -89,8 +91,8 @@ def parse_depth(value) -> int:
 
 
 def parse_ramp(value) -> bool:
-    """ramp from a URL/form value: on unless 0/false/off/no."""
-    return str(value if value is not None else "").strip().lower() not in ("0", "false", "off", "no")
+    """ramp from a URL/form value: on for 1/true/on/yes, else off."""
+    return str(value if value is not None else "").strip().lower() in ("1", "true", "on", "yes")
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
@@ -116,7 +118,7 @@ def block_plan(m, length: int, logits: bool):
     return m._plans[key]
 
 
-def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = False) -> None:
     """Record (and build the JS arrays of) every block plan a run of this shape will replay, so that a
     timed run does not pay for first-use recording."""
     for length in set(decode_lengths(max_new, k, ramp)):

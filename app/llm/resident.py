@@ -22,7 +22,7 @@ head, rows one subgroup round after another) took 31 µs per layer.  On the CPU 
     just dispatchWorkgroups(NWG) (app.plan Step.keep_state).
   * acc (ResidentTuning.acc): the residual stream's sums as exact fixed-point integers (two u32 words per
     element) that every contributing workgroup atomically adds into, instead of partial vectors that
-    every workgroup of the next step gathers (48 × d_model floats per workgroup after the FFN).  Integer
+    every workgroup of the next step gathers (NWG × d_model floats per workgroup after the FFN).  Integer
     addition is associative, so the result is still independent of scheduling.
   * grid (ResidentTuning.grid): step s of a token is dispatched with NWG + s workgroups (the extra ones
     return at once) and the position is kept in the state header, so a step knows its layer, and issues
@@ -30,12 +30,12 @@ head, rows one subgroup round after another) took 31 µs per layer.  On the CPU 
     encoding: only the workgroup count of the calls differs.
   * wo_parts (ResidentTuning.wo_parts): the ATTN step runs wo_parts workgroups per head instead of one; each
     computes the head's attention and adds its share of the rows of the head's output-projection slice, so
-    45 of the 48 workgroups work instead of 9.
+    heads × wo_parts of the NWG workgroups work instead of heads (90 of 96 at fb 16; 45 of 48 at fb 32).
   * sga (ResidentTuning.sga): the attention without workgroup barriers in its loop: groups of subgroup lanes
     each keep a running max, sum and P·V over their positions (online softmax) and merge at the end.
   * Matvec work items are (row, block pair): every weight load of a dispatch is issued at once instead
     of in rounds of rows, and rmsnorm's scale is applied after the dot products.
-  * Blocks of up to K tokens per submit (ramping up to K), 4 in flight, one readback per block: app.llm.gpu_loop.run.
+  * Blocks of K tokens per submit, double-buffered, one readback per block: app.llm.gpu_loop.run.
 
 The counter starts at 0 for position 0 of each generation (the CPU writes the state header and the
 prompt once); tokens[pos] is the prompt for prompt positions, else the argmax the step computed.
@@ -130,7 +130,7 @@ class ResidentTuning:
             # results/2026-12-03-nvidia-h200-split, results/2026-12-03-nvidia-h200-acc-grid); kv_pre 4: 0.782
             # vs 0.791 with 2 and 0.806 with 8 (results/2026-12-03-nvidia-h200-kv-pre); sga and 5 workgroups
             # per head: 0.737 vs 0.792 (sga alone 0.777, wo_parts 5 alone 0.741; results/2026-12-03-nvidia-h200-sga);
-            # fb 16 (96 workgroups, 10 per head): 0.719 vs 0.737, fb 8: 0.827 (results/2026-12-03-nvidia-h200-fb16)
+            # fb 16 (96 workgroups, 10 per head): 0.719 vs 0.737; at wg 256 fb 8 0.827 vs fb 16 0.761 (…-fb16)
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
                 t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
@@ -401,7 +401,7 @@ class Resident:
         return dispatch_count(m.cfg.n_layers, False, m.resident_tuning.split)
 
 
-def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = True) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = False) -> None:
     """Record and convert every block plan a run of this shape replays, before timing."""
     for length in set(decode_lengths(max_new, k, ramp)):
         block_plan(m, length, True, True).to_js()

@@ -170,7 +170,7 @@ def test_resident_tuning_fits_workgroup_memory():
     for fb, nwg in ((16, 96), (8, 192)):          # part of a Q4_1 block of Wdown's columns per FFN workgroup
         t = resident.ResidentTuning(wg=256, fb=fb, acc=1, wo_parts=10)
         t.check(cfg)
-        assert t.nwg(cfg) == nwg and t.prod(cfg) >= cfg.d_model
+        assert t.nwg(cfg) == nwg and t.max_wo_parts(cfg) == {16: 10, 8: 21}[fb]   # 21 · 28 rows ≥ 576 > 20 · 28
 
 
 def test_resident_supported_why():
@@ -239,14 +239,14 @@ def test_decode_lengths_ramp_up_to_k():
         head = got[:-1]                                        # the last block takes what is left
         assert all(b >= a and b <= a + max(1, a // 2) for a, b in zip(head, head[1:])), got
     assert gpu_loop.decode_lengths(128, 8, ramp=True)[:8] == [1, 1, 2, 3, 4, 6, 8, 8]
-    assert gpu_loop.decode_lengths(8, 3, ramp=False) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4) == []
-    assert gpu_loop.decode_lengths(4, 3) == [1, 1, 2]                      # on by default
-    assert gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
+    assert gpu_loop.decode_lengths(8, 3) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4, ramp=True) == []
+    assert gpu_loop.decode_lengths(4, 3, ramp=True) == [1, 1, 2]           # off by default
+    assert not gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
         and not gpu_loop.parse_ramp("off") and gpu_loop.parse_ramp("true")
 
 
 def test_parse_depth():
-    assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 4
+    assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 2
     assert gpu_loop.parse_depth("4") == 4 and gpu_loop.parse_depth(1) == 1
     for bad in ("0", "9", "two", "1.5"):
         with pytest.raises(ValueError, match="depth"):
