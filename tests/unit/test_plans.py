@@ -232,6 +232,20 @@ def test_block_lengths(total, k, want):
     assert gpu_loop.block_lengths(total, k) == want
 
 
+def test_resident_state_layout_matches_the_kernel():
+    """tokens_at (Python: where the CPU writes the prompt and reads tokens back) and the kernel's tok0() and
+    acc_at() must describe the same state buffer: 4 accumulators of 2·D words ahead of the tokens with acc."""
+    import re
+    src = (Path(__file__).resolve().parents[2] / "wgsl" / "resident.wgsl").read_text()
+    assert re.search(r"fn tok0\(\) -> u32 \{ return select\(0u, 8u \* D, ACC != 0u\); \}", src)
+    assert re.search(r"fn acc_at\(which: u32, slot: u32\) -> u32 \{ return \(2u \* which \+ slot\) \* 2u \* D; \}", src)
+    cfg = SimpleNamespace(d_model=576)
+    acc, plain = resident.ResidentTuning(acc=1), resident.ResidentTuning()
+    last_acc_word = (2 * 1 + 1) * 2 * cfg.d_model + 2 * cfg.d_model       # acc_at(1, 1) + hi[D] | lo[D]
+    assert resident.tokens_at(cfg, acc) == resident.STATE_HEADER + last_acc_word == 4 + 8 * 576
+    assert resident.tokens_at(cfg, plain) == resident.STATE_HEADER
+
+
 def test_decode_lengths_ramp_up_to_k():
     for total, k in ((128, 8), (128, 16), (4, 3), (12, 3), (1, 8), (300, 64)):
         got = gpu_loop.decode_lengths(total, k, ramp=True)
