@@ -18,6 +18,7 @@ import json
 import js  # type: ignore
 
 from app.adapter import is_cpu
+from app.params import TRUE, whole_number
 from app.compare_report import (NO_DISPATCH_COUNT, add_comparisons, label, summarise, webgpu_label)
 
 QUICK_MAX_NEW, FULL_MAX_NEW = 8, 32
@@ -37,17 +38,12 @@ def parse(params: dict) -> dict:
     """{prompt, chat, max_new, runs, quick, driver, plan (None: the registry's best)}; ValueError for the page."""
     from app.llm.suite import parse_params
     _registry()
-    quick = str(params.get("quick", "")).lower() in ("1", "true", "yes", "on")
+    quick = str(params.get("quick", "")).lower() in TRUE
     p = {**params, "max_new_tokens": params.get("max_new_tokens") or (QUICK_MAX_NEW if quick else FULL_MAX_NEW)}
     base = parse_params(p)  # also checks a given plan against the registry
     base["plan"] = params.get("plan") or None
     raw = str(params.get("runs") or (QUICK_RUNS if quick else FULL_RUNS)).strip()
-    try:
-        runs = int(raw)
-    except ValueError:
-        raise ValueError(f"runs must be a whole number, got {raw!r}") from None
-    if not 1 <= runs <= MAX_RUNS:
-        raise ValueError(f"runs must be between 1 and {MAX_RUNS}, got {runs}")
+    runs = whole_number(raw, 1, MAX_RUNS, "runs")
     return {**base, "runs": runs, "quick": quick}
 
 

@@ -267,6 +267,8 @@ fn long_dot(w: array<u32, 10>, it: u32) -> f32 {
 
 // WV = 0: one u32 load per word; WV = 1: 8-byte loads (a pair's 10 words start on an even word: see
 // ResidentTuning.wv), half as many load instructions.
+fn word(i: u32) -> u32 { return W[i / 2u][i % 2u]; }
+
 fn load10(base: u32) -> array<u32, 10> {
     var w: array<u32, 10>;
     if (WV != 0u) {
@@ -276,7 +278,7 @@ fn load10(base: u32) -> array<u32, 10> {
             w[2u * j + 1u] = v.y;
         }
     } else {
-        for (var j = 0u; j < 10u; j++) { w[j] = W[(base + j) / 2u][(base + j) % 2u]; }
+        for (var j = 0u; j < 10u; j++) { w[j] = word(base + j); }
     }
     return w;
 }
@@ -289,7 +291,7 @@ fn load5(base: u32) -> array<u32, 5> {
         let o = base % 2u;
         for (var j = 0u; j < 5u; j++) { w[j] = a[(o + j) / 2u][(o + j) % 2u]; }
     } else {
-        for (var j = 0u; j < 5u; j++) { w[j] = W[(base + j) / 2u][(base + j) % 2u]; }
+        for (var j = 0u; j < 5u; j++) { w[j] = word(base + j); }
     }
     return w;
 }

@@ -15,8 +15,8 @@ from __future__ import annotations
 from app.adapter import is_cpu
 from app.bench import amortize_report as R
 from app.bench import isolation
+from app.params import TRUE, whole_number
 
-TRUE = ("1", "true", "yes", "on")
 DISPATCH_NS = (1, 16, 64, 256)
 MODE_OF = {"op_by_op": "sequential", "token_encoder": "one_encoder", "token_pass": "one_pass",
            "fused": "one_pass", "gpu_loop": "one_pass", "resident": "one_pass"}
@@ -45,13 +45,7 @@ def _int(params, key, default, lo, hi) -> int:
     raw = params.get(key)
     if raw is None or str(raw).strip() == "":
         return default
-    try:
-        v = int(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"{key} must be a whole number, got {raw!r}") from None
-    if not lo <= v <= hi:
-        raise ValueError(f"{key} must be between {lo} and {hi}, got {v}")
-    return v
+    return whole_number(raw, lo, hi, key)
 
 
 def _names(raw, allowed, what) -> list[str]:

@@ -23,6 +23,7 @@ from app import plan as planlib
 from app.bench import dispatch_model as M
 from app.bench import stats
 from app.gpu import COPY_DST, COPY_SRC, QUERY_RESOLVE, STORAGE, GPUError, WebGPUUnavailable
+from app.params import TRUE
 
 ELEMENTS = 256
 WG = 64
@@ -123,7 +124,7 @@ async def run(lab, params: dict) -> dict:
     dev = lab.dev
     if dev is None:
         raise WebGPUUnavailable(lab.gpu_error or "no GPU device")
-    cfg = M.settings(str(params.get("quick", "")).lower() in ("1", "true", "yes", "on"))
+    cfg = M.settings(str(params.get("quick", "")).lower() in TRUE)
     dtypes, unsupported = _dtypes(dev)
     has_ts = "timestamp-query" in dev.features
     lab.progress("dispatch: compiling kernels and building plans", 0)

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.params import TRUE, whole_number
+
 from .fused import declared, prepare, record_fused
 from .kernels import STEP_STRIDE
 from .model import MAX_SLOTS
@@ -44,13 +46,7 @@ def parse_k(value) -> int:
     """K from a URL/form value (None or "" → DEFAULT_K); ValueError with a message for the page."""
     if value is None or str(value).strip() == "":
         return DEFAULT_K
-    try:
-        k = int(str(value).strip())
-    except ValueError:
-        raise ValueError(f"k (tokens per submit) must be a whole number, got {value!r}") from None
-    if not 1 <= k <= MAX_SLOTS:
-        raise ValueError(f"k (tokens per submit) must be between 1 and {MAX_SLOTS}, got {k}")
-    return k
+    return whole_number(value, 1, MAX_SLOTS, "k (tokens per submit)")
 
 
 def block_lengths(total: int, k: int) -> list[int]:
@@ -81,18 +77,12 @@ def parse_depth(value) -> int:
     """Blocks in flight from a URL/form value (None or "" → DEPTH); ValueError with a message for the page."""
     if value is None or str(value).strip() == "":
         return DEPTH
-    try:
-        d = int(str(value).strip())
-    except ValueError:
-        raise ValueError(f"depth (blocks in flight) must be a whole number, got {value!r}") from None
-    if not 1 <= d <= 8:
-        raise ValueError(f"depth (blocks in flight) must be between 1 and 8, got {d}")
-    return d
+    return whole_number(value, 1, 8, "depth (blocks in flight)")
 
 
 def parse_ramp(value) -> bool:
-    """ramp from a URL/form value: on for 1/true/on/yes, else off."""
-    return str(value if value is not None else "").strip().lower() in ("1", "true", "on", "yes")
+    """ramp from a URL/form value: on for 1/true/yes/on, else off."""
+    return str(value if value is not None else "").strip().lower() in TRUE
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:

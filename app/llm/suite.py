@@ -6,10 +6,11 @@ meant for the page.  Pure helper: parse_params (CPython-testable).
 """
 from __future__ import annotations
 
+from app.params import TRUE, whole_number
+
 DEFAULT_PROMPT = "The capital of France is"
 DEFAULT_MAX_NEW = 32
 MAX_NEW_LIMIT = 4096
-TRUE = ("1", "true", "yes", "on")
 
 
 def parse_params(params: dict, plans=None) -> dict:
@@ -19,12 +20,7 @@ def parse_params(params: dict, plans=None) -> dict:
     if prompt is None or not str(prompt).strip():
         raise ValueError("the prompt is empty: type some text for the model to continue")
     raw = str(params.get("max_new_tokens", DEFAULT_MAX_NEW)).strip()
-    try:
-        max_new = int(raw)
-    except ValueError:
-        raise ValueError(f"max new tokens must be a whole number, got {raw!r}") from None
-    if not 1 <= max_new <= MAX_NEW_LIMIT:
-        raise ValueError(f"max new tokens must be between 1 and {MAX_NEW_LIMIT}, got {max_new}")
+    max_new = whole_number(raw, 1, MAX_NEW_LIMIT, "max new tokens")
     plan = params.get("plan") or "token_pass"
     if plan not in plans:
         raise ValueError(f"unknown plan {plan!r}; choose one of: {', '.join(plans)}")

@@ -259,6 +259,15 @@ def test_decode_lengths_ramp_up_to_k():
         and not gpu_loop.parse_ramp("off") and gpu_loop.parse_ramp("true")
 
 
+def test_whole_number_messages():
+    from app.params import whole_number
+    assert whole_number(" 7 ", 1, 8, "runs") == 7
+    with pytest.raises(ValueError, match=r"^runs must be a whole number, got '1.5'$"):
+        whole_number("1.5", 1, 8, "runs")
+    with pytest.raises(ValueError, match=r"^max new tokens must be between 1 and 8, got 9$"):
+        whole_number(9, 1, 8, "max new tokens")
+
+
 def test_parse_depth():
     assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 2
     assert gpu_loop.parse_depth("4") == 4 and gpu_loop.parse_depth(1) == 1
