@@ -20,6 +20,7 @@ import js  # type: ignore
 from app.adapter import is_cpu
 from app.params import TRUE, whole_number
 from app.compare_report import (NO_DISPATCH_COUNT, add_comparisons, label, summarise, webgpu_label)
+from app.bench.amortize_report import block_timing
 
 QUICK_MAX_NEW, FULL_MAX_NEW = 8, 32
 QUICK_RUNS, FULL_RUNS = 1, 3
@@ -88,6 +89,8 @@ def _finish(row: dict, results: list[dict]) -> None:
     row.update(decode_tok_per_s=d["median"], decode_ci=d["ci"], ttft_ms=t["median"],
                decode_runs=[r.get("decode_tok_per_s") for r in results], ttft_runs=[r.get("ttft_ms") for r in results],
                generated_token_ids=list(results[0]["generated_token_ids"]) if results else [])
+    if results and "block_lengths" in results[0]:                      # our block-loop plans
+        row["block_timing_runs"] = block_timing(results)
     if any(r["generated_token_ids"] != results[0]["generated_token_ids"] for r in results[1:]):
         row["note"] = _join(row["note"], "runs generated different tokens (nondeterministic)")
 

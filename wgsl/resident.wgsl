@@ -49,7 +49,7 @@
 //   5  storage, read_write  array<vec4<f32>>  kc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
 //   6  storage, read_write  array<vec4<f32>>  vc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
 //   7  storage, read_write  array<vec4<f32>>  sc      X | XM | XF (D each) | Q (HEADS·HEAD_DIM) | PA (HEADS·D) | PF (NWG·D) |
-//                                                     HP (2·HEAD_GROUPS)
+//                                                     HP (2·HEAD_GROUPS) | TOUCH (one vec4, written, never read)
 //                                                     (floats; every region starts on a vec4)
 // SPLIT = 1 (ResidentTuning.split): 3 steps per layer, QKV(l) (workgroup w: rows w·QR … of Q|K|V, RoPE, q to
 //   Q, k/v to the cache; the residual as ATTN builds it) before ATTN(l), which then starts from q and the cache.
@@ -107,6 +107,7 @@ override WO_PARTS: u32 = 1u;                                 // ATTN workgroups 
 override SGA: u32 = 0u;                                      // 1: the attention of attn_sg (no barriers in its loop)
 override SGL: u32 = 4u;                                      // SGA: lanes per position, ≤ the smallest subgroup, ≤ HEAD_DIM/4
 override WV: u32 = 0u;                                       // 1: weights loaded 8 bytes at a time (load10)
+override TOUCH: u32 = 0u;                                    // bitmask: what a step touches for the next (see touch_w)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
@@ -133,11 +134,47 @@ var<workgroup> w_tok: u32;                                // while another invoc
 var<workgroup> w_pos: u32;
 const SGV_MAX: u32 = 8u;                                  // SGA: vec4 dims per lane (HEAD_DIM / 4 / SGL) at most
 var<private> p_slot: u32;                                 // ACC: (pos · N_LAYERS + l) % 2, this layer's slot
+var<private> t_v: array<u32, 4>;                         // TOUCH: the touched words, used only by touch_keep
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
 // phase, 128 every FFN phase, 256 the head (its parts name token 300), 512 FINAL.
 fn skip(bit: u32) -> bool { return (SKIP & bit) != 0u; }
+
+// TOUCH (ResidentTuning.touch): a step also loads what the NEXT step will read, one word per 32-byte sector spread
+// over all NWG·WG invocations (at most 4 each), so that the next step's own loads hit the L2 cache instead of
+// HBM.  Bit 1: ATTN(l) touches FFN(l)'s gate|up and down; 2: FFN(l) touches Q|K|V(l + 1); 4: QKV(l) touches
+// the K/V cache of layer l below pos; 8: FFN(l) also touches Wo(l + 1).  The loads are issued after the step's
+// own first round trip and their values are used only by touch_keep at the end of the step (a store to a slot
+// nothing reads, under a condition the compiler cannot decide), so no invocation waits for them early.
+fn touch_on(bit: u32) -> bool { return (TOUCH & bit) != 0u; }
+
+fn touch_w(a: u32, n: u32, w: u32, li: u32) {                  // W words a .. a + n
+    let gi = w * WG + li;
+    for (var j = 0u; j < 4u; j++) {
+        let k = (gi + j * NWG * WG) * 8u;
+        if (k < n) { t_v[j] = word(a + k); }
+    }
+}
+
+fn touch_kv(a: u32, n: u32, w: u32, li: u32) {                 // vec4s a .. a + n of the K and V caches
+    let gi = w * WG + li;
+    for (var j = 0u; j < 2u; j++) {
+        let k = (gi + j * NWG * WG) * 2u;
+        if (k < n) {
+            t_v[2u * j] = bitcast<u32>(kc[a + k].x);
+            t_v[2u * j + 1u] = bitcast<u32>(vc[a + k].x);
+        }
+    }
+}
+
+fn touch_ffn(l: u32, w: u32, li: u32) {                       // FFN(l)'s gate|up and down
+    touch_w(l * L_STRIDE + OFF_GATE, OFF_DOWN + D * (FFN / 32u) * 5u - OFF_GATE, w, li);
+}
+
+fn touch_keep() {
+    if (TOUCH != 0u && (t_v[0] ^ t_v[1] ^ t_v[2] ^ t_v[3]) == 0x5eedf00du) { sc[o_touch()] = vec4<f32>(1.0); }
+}
 
 // Workgroup-memory layouts without bank conflicts.  A matvec item's block pair is p = item % (D/64), so
 // neighbouring invocations read neighbouring pairs: 16 vec4s apart in a plain layout, which is the same
@@ -154,6 +191,7 @@ fn o_q() -> u32 { return 3u * D / 4u; }                      // split: the QKV s
 fn o_pa() -> u32 { return (3u * D + HEADS * HEAD_DIM) / 4u; }
 fn o_pf() -> u32 { return (3u * D + HEADS * HEAD_DIM + HEADS * D) / 4u; }
 fn o_hp() -> u32 { return (3u * D + HEADS * HEAD_DIM + HEADS * D + NWG * D) / 4u; }
+fn o_touch() -> u32 { return o_hp() + (2u * HEAD_GROUPS + 3u) / 4u; }   // TOUCH: one vec4 that nothing reads
 
 // Sum / max / min over the workgroup: a subgroup reduction, the subgroups' results through workgroup
 // memory, reduced again by every subgroup (same inputs, same lanes: every subgroup gets the same value).
@@ -556,6 +594,7 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
             vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
         }
     }
+    if (touch_on(1u)) { touch_ffn(l, w, li); }
 
     if (SPLIT == 0u) {
         let q_scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
@@ -821,6 +860,10 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let wait_pos = l == 0u || slot_needs_pos();             // the token pick (l = 0) needs it uniform
     if (wait_pos) { pos = cur_pos(li, pos_in, l); } else { set_slot(li, pos_in, l); }
     let scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
+    if (touch_on(4u)) {
+        let kvd4 = KV_HEADS * HEAD_DIM / 4u;
+        touch_kv(l * ctx * kvd4, select(pos, early, !wait_pos) * kvd4, w, li);
+    }
     block_sums(li);
     if (!skip(2u)) {
         if (li < n) { prod[li] = long_dot(pre, li); }
@@ -887,6 +930,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
         ss += dot(r, r);
         xs[xs_at(i)] = r * nw[(l * N_STRIDE + NOFF_FFN) / 4u + i];
     }
+    if (touch_on(2u) && l + 1u < N_LAYERS) { touch_w((l + 1u) * L_STRIDE, select(OFF_O, OFF_GATE, touch_on(8u)), f, li); }
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
 
     block_sums(li);
@@ -948,7 +992,11 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (kind == 2u) {
         if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (kind == 0u) {
-        if (wg.x < HEADS * WO_PARTS && !skip(64u)) { attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
+        if (wg.x < HEADS * WO_PARTS && !skip(64u)) {
+            attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
+        } else if (touch_on(1u)) {
+            touch_ffn(l, wg.x, li);
+        }
     } else if (!skip(128u)) {
         ffn(l, wg.x, pos, li, lane, sid, nsg, sgs);
     }
@@ -958,6 +1006,7 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         set_slot(li, pos, l);
         acc_zero(acc_at(ph % per, 1u - p_slot), li);
     }
+    touch_keep();
 }
 
 @compute @workgroup_size(WG)

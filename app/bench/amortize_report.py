@@ -50,6 +50,15 @@ def _median(values):
     return stats.median(v) if v else None
 
 
+BLOCK_KEYS = ("block_lengths", "block_read_ms", "block_gpu_ms")   # a block-loop run's record (app.llm.gpu_loop.run)
+
+
+def block_timing(results: list[dict]) -> list[dict]:
+    """Per run of a block loop: each block's length, when its tokens were read back (ms after decoding began)
+    and its GPU time, which is what tells a slow run's cause apart (a slow GPU or a late readback)."""
+    return [{key: r.get(key) for key in BLOCK_KEYS} for r in results]
+
+
 def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: int) -> dict:
     """One table row from the generate() results of repeated runs of one plan and driver."""
     first = runs[0]
@@ -78,6 +87,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
         row["blocks"] = first.get("blocks")
         row["ramp"] = first.get("ramp")
         row["depth"] = first.get("depth")
+        row["block_timing_runs"] = block_timing(runs)
     return row
 
 

@@ -253,7 +253,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
     depth = parse_depth(lab.params.get("depth") if depth is None else depth)
     loop = how.loop(m, driver, k, len(lengths), depth)
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
-    stopped, pending, t_first = "max_new_tokens", [], None
+    stopped, pending, t_first, read_at = "max_new_tokens", [], None, []
     try:
         t0 = _now()
         await how.prefill(m, loop, prompt_ids)
@@ -268,6 +268,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
             got, stop = truncate(await loop.read(pending.pop(0)), max_new - len(out), m.cfg.eos_id)
             t_last = _now()
             t_first = t_last if t_first is None else t_first
+            read_at.append(round(t_last - t_dec, 3))
             for t in got:
                 out.append(t)
                 piece = decoder.feed(t)
@@ -303,5 +304,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
                        if gpu_ms else "this adapter has no timestamp-query"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
+        "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,
+        "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else "unsupported",
         "wall_s": round((_now() - t0) / 1000, 3),
     }

@@ -98,7 +98,10 @@ class ResidentTuning:
     sum per group of sgl subgroup lanes (online softmax, no workgroup barrier until the groups merge)
     instead of in chunks of wg positions with barriers between scores, softmax and P·V; sgl: lanes per
     position for sga (0: head_dim / 4 or the adapter's smallest subgroup, whichever is smaller); wv: 1 loads
-    the layer matrices 8 bytes at a time (every pair of Q4_1 blocks starts on an even word; prepare checks).
+    the layer matrices 8 bytes at a time (every pair of Q4_1 blocks starts on an even word; prepare checks);
+    touch (bitmask, 0..15): what a step also loads, one word per 32-byte sector, so that the next step's loads
+    hit the L2 cache (1: ATTN(l) FFN(l)'s weights, 2: FFN(l) Q|K|V(l + 1)'s, 4: QKV(l) layer l's K/V cache,
+    8: FFN(l) Wo(l + 1) too); the results do not change.
     GPUs: split, acc, grid and sga on, kv_pre 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -115,6 +118,7 @@ class ResidentTuning:
     sga: int = 0
     sgl: int = 0
     wv: int = 0
+    touch: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -178,9 +182,9 @@ class ResidentTuning:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.acc, self.grid, self.sga, self.wv)) or \
-                not 0 <= self.kv_pre <= 8 or self.sgl < 0:
+                not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, acc, grid, "
-                             "sga and wv 0 or 1, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0)")
+                             "sga and wv 0 or 1, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch 0..15)")
         lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
@@ -289,8 +293,9 @@ def grid(cfg, t: ResidentTuning, step: int) -> int:
 
 
 def scratch_floats(cfg, t: ResidentTuning) -> int:
+    """X | XM | XF | Q | PA | PF | HP (rounded up to a vec4) | one vec4 for the touch loads' kept result."""
     return (3 * cfg.d_model + cfg.n_heads * cfg.head_dim + cfg.n_heads * cfg.d_model + t.nwg(cfg) * cfg.d_model
-            + 2 * t.head_groups(cfg))
+            + 4 * -(-2 * t.head_groups(cfg) // 4) + 4)
 
 
 # ------------------------------------------------------------------------------------------ browser
@@ -324,7 +329,7 @@ async def prepare(m) -> None:
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
-                       "SGL": t.lanes(c, sg), "WV": t.wv})
+                       "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts

@@ -59,6 +59,10 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
     # 4 tokens: blocks of 3 and 1, or ramping up (decode_lengths) 1, 1 and 2
     assert by["gpu_loop"]["blocks"] == (3 if ramp == "1" else 2) and by["gpu_loop"]["ramp"] is (ramp == "1")
     assert by["gpu_loop"]["readbacks_per_token"] == pytest.approx(by["gpu_loop"]["blocks"] / 4)
+    (bt,) = by["gpu_loop"]["block_timing_runs"]                 # one run: each block's readback and GPU time
+    assert bt["block_lengths"] == ([1, 1, 2] if ramp == "1" else [3, 1])
+    assert len(bt["block_read_ms"]) == len(bt["block_gpu_ms"]) == len(bt["block_lengths"])
+    assert bt["block_read_ms"] == sorted(bt["block_read_ms"]) and all(g > 0 for g in bt["block_gpu_ms"])
 
 
 @pytest.mark.parametrize("driver", ["python", "js"])
@@ -129,7 +133,8 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
 
 @pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}',
                                     '{"grid": 1, "split": 1, "sga": 1, "wo_parts": 2}',
-                                    '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1}',
+                                    '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1,'
+                                    ' "touch": 15}',
                                     '{"fb": 8, "wg": 128, "acc": 1, "wv": 1}', '{"fb": 16, "wg": 256}'])
 def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     """acc (residual sums as fixed-point atomics, two slots per accumulator zeroed one dispatch after their
@@ -137,7 +142,7 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     prompt of several tokens and blocks of 3, declared dispatches unchanged (the extra workgroups are not
     dispatches).  fb 16 / 8: each FFN workgroup's down-projection slice is half / a quarter of a Q4_1 block
     (the low or high nibbles of some of its bytes), 96 / 192 workgroups per step (without acc: 96 partial
-    vectors gathered)."""
+    vectors gathered).  touch (loads whose values only feed a store nothing reads) leaves the tokens alone."""
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
                                     "k": 3, "resident_tuning": tuning})
     (r,) = out["plans"]

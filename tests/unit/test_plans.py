@@ -246,6 +246,20 @@ def test_resident_state_layout_matches_the_kernel():
     assert resident.tokens_at(cfg, plain) == resident.STATE_HEADER
 
 
+def test_resident_scratch_has_room_for_the_touch_slot():
+    """scratch_floats (the buffer the CPU allocates) must reach past the kernel's o_touch() vec4, which comes
+    after HP (2·HEAD_GROUPS floats, rounded up to a vec4); an odd HEAD_GROUPS needs the rounding."""
+    import re
+    src = (Path(__file__).resolve().parents[2] / "wgsl" / "resident.wgsl").read_text()
+    assert re.search(r"fn o_touch\(\) -> u32 \{ return o_hp\(\) \+ \(2u \* HEAD_GROUPS \+ 3u\) / 4u; \}", src)
+    for vocab in (49152, 49152 - 64):                                       # 768 and 767 head groups
+        cfg = SimpleNamespace(d_model=576, n_heads=9, head_dim=64, ffn=1536, vocab=vocab)
+        t = resident.ResidentTuning(fb=16)
+        o_hp = (3 * 576 + 9 * 64 + 9 * 576 + t.nwg(cfg) * 576) // 4
+        o_touch = o_hp + (2 * t.head_groups(cfg) + 3) // 4
+        assert resident.scratch_floats(cfg, t) == 4 * (o_touch + 1)
+
+
 def test_decode_lengths_ramp_up_to_k():
     for total, k in ((128, 8), (128, 16), (4, 3), (12, 3), (1, 8), (300, 64)):
         got = gpu_loop.decode_lengths(total, k, ramp=True)
@@ -299,7 +313,8 @@ def _section():
             ("fused", "python"): [_run("fused", [1, 2, 3], 123, ms=11.0, rate=90.0),
                                   _run("fused", [1, 2, 3], 123, ms=12.0, rate=80.0)],
             ("fused", "js"): [_run("fused", [1, 2, 3], 123, ms=10.5, rate=95.0)],
-            ("gpu_loop", "js"): [_run("gpu_loop", [1, 2, 4], 123, ms=4.0, rate=250.0, k=16, wasted_tokens=13)],
+            ("gpu_loop", "js"): [_run("gpu_loop", [1, 2, 4], 123, ms=4.0, rate=250.0, k=16, wasted_tokens=13,
+                                      block_lengths=[1, 2], block_read_ms=[3.5, 6.0], block_gpu_ms=[1.2, 2.3])],
             ("token_pass", "js"): []}
     rows = R.plan_rows(runs, per, {"op_by_op": "sequential", "fused": "one_pass", "gpu_loop": "one_pass",
                                    "token_pass": "one_pass"}, 30, 16, {})
@@ -316,6 +331,9 @@ def test_section_rows_and_checks():
     assert by[("fused", "python")]["decode_tok_per_s"] == 85.0 and by[("fused", "python")]["runs"] == 2
     assert by[("fused", "js")]["overhead_share"] == pytest.approx(123 * 10.0 / 1000 / 10.5)
     assert by[("gpu_loop", "js")]["tokens_match_op_by_op"] is False and by[("gpu_loop", "js")]["k"] == 16
+    assert by[("gpu_loop", "js")]["block_timing_runs"] == [       # per run: what tells a slow run's cause apart
+        {"block_lengths": [1, 2], "block_read_ms": [3.5, 6.0], "block_gpu_ms": [1.2, 2.3]}]
+    assert "block_timing_runs" not in by[("fused", "js")]
     assert by[("token_pass", "js")] == {"plan": "token_pass", "driver": "js", "unsupported": "no run finished"}
     assert sec["all_tokens_identical"] is False
     assert sec["best"] == {"plan": "gpu_loop", "driver": "js", "decode_tok_per_s": 250.0}
@@ -446,7 +464,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, plain, s) for s in (0, 5)] == [48, 48]
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
-    for bad in ({"acc": 2}, {"grid": -1}, {"kv_pre": 9}):
+    for bad in ({"acc": 2}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
         with pytest.raises(ValueError, match="sga and wv 0 or 1"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
