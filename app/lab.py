@@ -130,14 +130,14 @@ async def main() -> None:
     LAB = lab = Lab()
     try:
         await boot(lab)
+        from app import suites
+        suites.mount_panels(lab)       # a panel that cannot import (a site missing a module) fails here
     except BaseException as e:  # noqa: BLE001
         lab.status("error", "Failed to start")
         lab.error(*describe(e))
         if lab.params.get("report"):
             await _post("/api/results", {**report.new_results(lab.env), "error": describe(e)[1]})
         return
-    from app import suites
-    suites.mount_panels(lab)
     if lab.dev is None:
         lab.status("error", "No WebGPU")
         lab.progress("", 0)

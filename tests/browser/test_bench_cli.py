@@ -42,3 +42,16 @@ def test_bad_dist_is_a_clear_error(tmp_path):
                         chromium_path()], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1
     assert "not a built Dispatch Lab site" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_page_that_fails_to_start_is_reported_not_waited_for(site, tmp_path):
+    """A site whose panel code cannot import (as when a stale site lacks a new module) fails at start: the
+    page says so and POSTs the error, so bench ends at once with the message instead of at its timeout."""
+    import shutil
+    broken = tmp_path / "broken"
+    shutil.copytree(site, broken)
+    (broken / "app" / "ui" / "llm_panel.py").write_text("from app.no_such_module import x\n")
+    p, out = run_bench(broken, tmp_path, "--suite", "dispatch", "--quick", "--timeout", "120", timeout=200)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "the page reported an error" in p.stdout and "no_such_module" in p.stdout
+    assert "Traceback" not in p.stdout + p.stderr
