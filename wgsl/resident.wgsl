@@ -416,11 +416,18 @@ fn acc_at(which: u32, slot: u32) -> u32 { return (2u * which + slot) * 2u * D; }
 // Where tokens[0] is in st.tokens: after the accumulators.
 fn tok0() -> u32 { return select(0u, 8u * D, ACC != 0u); }
 
+// ACC = 2: hi = round(v · 16) and lo = the signed remainder in units of 2^-28 (|lo| ≤ 2^23, so Σ lo of ≤ 255
+// contributors fits an i32), so that a term with |v| < 1/32, most of the FFN's and the output projection's
+// slices, adds one word instead of two; exact up to 2^-28 per term (|v| < 2^26).
 fn acc_add(a: u32, i: u32, v: f32) {
     if (skip(1u)) { return; }
-    let t = v * 256.0;
-    let hi = floor(t);
-    let lo = u32((t - hi) * 16777216.0);
+    var t = v * 256.0;
+    var hi = floor(t);
+    if (ACC == 2u) {
+        t = v * 16.0;
+        hi = round(t);
+    }
+    let lo = bitcast<u32>(i32(floor((t - hi) * 16777216.0)));
     let h = bitcast<u32>(i32(clamp(hi, -2147483520.0, 2147483520.0)));
     if (h != 0u) { atomicAdd(&st.tokens[a + i], h); }
     if (lo != 0u) { atomicAdd(&st.tokens[a + D + i], lo); }
@@ -436,7 +443,12 @@ fn acc_get4(a: u32, i: u32) -> vec4<f32> {
     for (var c = 0u; c < 4u; c++) {
         let hi = bitcast<i32>(atomicLoad(&st.tokens[a + 4u * i + c]));
         let lo = atomicLoad(&st.tokens[a + D + 4u * i + c]);
-        r[c] = f32(hi) * (1.0 / 256.0) + f32(lo) * (1.0 / 4294967296.0);
+        if (ACC == 2u) {                                     // carry the signed sum's high bits into hi: both
+            let hn = hi + (bitcast<i32>(lo) >> 24u);         // conversions exact, one rounding in the add
+            r[c] = f32(hn) * (1.0 / 16.0) + f32(lo & 0xffffffu) * (1.0 / 268435456.0);
+        } else {
+            r[c] = f32(hi) * (1.0 / 256.0) + f32(lo) * (1.0 / 4294967296.0);
+        }
     }
     return r;
 }

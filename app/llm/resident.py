@@ -89,7 +89,8 @@ class ResidentTuning:
     ablation bitmask (timing runs only: the tokens are then meaningless, and the run is labelled with it);
     split: 1 puts Q|K|V (+ RoPE, KV write) in a step of its own over all NWG workgroups, 3 steps per layer;
     acc: 1 sums the residual stream in exact fixed-point atomics (2 words per element) instead of leaving
-    partial vectors that every workgroup of the next step gathers; grid: 1 tells a step dispatch its step by
+    partial vectors that every workgroup of the next step gathers (2: the high word rounds v · 16 and the low
+    word is a signed remainder, so that the many small terms add one word instead of two); grid: 1 tells a step dispatch its step by
     its workgroup count (NWG + step; the extra workgroups return at once) instead of the atomic counter, so
     its weight loads need no round trip first; kv_pre (0..8): the positions per attention invocation whose K
     and V are loaded at dispatch start (the rest load inside the attention loop, a round trip per round);
@@ -181,10 +182,11 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.acc, self.grid, self.sga, self.wv)) or \
+                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv)) or \
+                self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, acc, grid, "
-                             "sga and wv 0 or 1, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch 0..15)")
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
+                             "sga and wv 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch 0..15)")
         lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "

@@ -464,8 +464,8 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, plain, s) for s in (0, 5)] == [48, 48]
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
-    for bad in ({"acc": 2}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
-        with pytest.raises(ValueError, match="sga and wv 0 or 1"):
+    for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
+        with pytest.raises(ValueError, match="sga and wv 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
