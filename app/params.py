@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 TRUE = ("1", "true", "yes", "on")         # what a URL/form flag says for "on"
+FALSE = ("0", "false", "no", "off")       # … and for "off"
 
 
 def whole_number(raw, lo: int, hi: int, what: str) -> int:

@@ -10,16 +10,19 @@ after the previous block, so blocks never see each other's positions), replays t
 one small copy command buffer: tokens[1..L] → a staging buffer (the block's only readback) and
 tokens[L] → carry → tokens[0] (the next block's first input; a buffer cannot copy onto itself).
 
-Blocks in flight: block b + 1 (up to b + depth − 1; DEPTH = 2 by default, double buffering) is encoded and
-submitted before block b's readback is awaited, so the CPU encodes while the GPU computes.  Opt-in, URL
-parameters ramp=1 and depth=1..8: decode blocks ramp up, 1, 1, 2, 3, 4, 6, 9, … tokens until K
-(decode_lengths), so that the GPU starts after one token's encoding instead of K tokens'.  The ramp needs
-more than 2 blocks in flight: a small block's readback takes longer than its GPU work, and with 2 the CPU
-waits for it before encoding the block after next.  H200, 128 tokens, wall ms per token
-(results/2026-12-03-nvidia-h200-fb16): ramp with 4 in flight 0.719–0.723, with 3 0.720–0.724; fixed blocks
-with 2 0.739–0.747, with 3 0.736–0.742; ramp with 2 0.763.  It is not the default because in one compare run
-with ramp and 4 in flight (…-fb16/7-compare-ramp) two of three timed runs fell to ~400 tok/s, unexplained.
-(All at K = 8.)  EOS (or max_new) inside a block truncates the output there; the tokens computed after it,
+Blocks in flight: blocks b + 1 … b + depth − 1 (DEPTH = 4 by default; URL parameter depth=1..8) are encoded
+and submitted before block b's readback is awaited, so the CPU encodes while the GPU computes.  Decode blocks
+ramp up, 1, 1, 2, 3, 4, 6, 9, … tokens until K (decode_lengths; URL parameter ramp=0 for fixed blocks of K),
+so that the GPU starts after one token's encoding instead of K tokens'.  The ramp needs more than 2 blocks
+in flight: a small block's readback takes longer than its GPU work, and with 2 the CPU waits for it before
+encoding the block after next.  H200, 128 tokens, K = 8, wall ms per token (results/2026-12-03-nvidia-h200-fb16):
+ramp with 4 in flight 0.719–0.723, with 3 0.720–0.724; fixed blocks with 2 0.739–0.747, with 3 0.736–0.742;
+ramp with 2 0.763.  On a 30-token answer (results/2026-12-03-nvidia-h200-touch, K = 16, Python driver) the
+ramp gives 1,242–1,285 tok/s against 931–1,001 with fixed blocks: the first block of 16 cost ~10 ms of
+encoding before the GPU started.  (One earlier compare run with the ramp, …-fb16/7-compare-ramp, had two of
+three timed runs at ~400 tok/s; it did not recur in 14 later timed runs, which now record each block's readback
+and GPU time, `block_timing_runs`, so a recurrence would show its cause.)
+EOS (or max_new) inside a block truncates the output there; the tokens computed after it,
 and the blocks already in flight (up to depth − 1), are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
 len(prompt) + max_new positions.  Prompt tokens but the last are fed in blocks of K without the head.
@@ -32,14 +35,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.params import TRUE, whole_number
+from app.params import FALSE, TRUE, whole_number
 
 from .fused import declared, prepare, record_fused
 from .kernels import STEP_STRIDE
 from .model import MAX_SLOTS
 
 DEFAULT_K = 16
-DEPTH = 2                      # blocks in flight (double buffering)
+DEPTH = 4                      # blocks in flight
+RAMP = True                    # decode blocks ramp up to K
 
 
 def parse_k(value) -> int:
@@ -81,8 +85,13 @@ def parse_depth(value) -> int:
 
 
 def parse_ramp(value) -> bool:
-    """ramp from a URL/form value: on for 1/true/yes/on, else off."""
-    return str(value if value is not None else "").strip().lower() in TRUE
+    """ramp from a URL/form value (None or "" → RAMP); ValueError with a message for anything but a flag."""
+    v = str(value if value is not None else "").strip().lower()
+    if v == "":
+        return RAMP
+    if v not in TRUE + FALSE:
+        raise ValueError(f"ramp must be 1 or 0 (on or off), got {value!r}")
+    return v in TRUE
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:

@@ -103,7 +103,7 @@ class ResidentTuning:
     touch (bitmask, 0..15): what a step also loads, one word per 32-byte sector, so that the next step's loads
     hit the L2 cache (1: ATTN(l) FFN(l)'s weights, 2: FFN(l) Q|K|V(l + 1)'s, 4: QKV(l) layer l's K/V cache,
     8: FFN(l) Wo(l + 1) too); the results do not change.
-    GPUs: split, acc, grid and sga on, kv_pre 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
+    GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
@@ -135,9 +135,11 @@ class ResidentTuning:
             # results/2026-12-03-nvidia-h200-split, results/2026-12-03-nvidia-h200-acc-grid); kv_pre 4: 0.782
             # vs 0.791 with 2 and 0.806 with 8 (results/2026-12-03-nvidia-h200-kv-pre); sga and 5 workgroups
             # per head: 0.737 vs 0.792 (sga alone 0.777, wo_parts 5 alone 0.741; results/2026-12-03-nvidia-h200-sga);
-            # fb 16 (96 workgroups, 10 per head): 0.719 vs 0.737; at wg 256 fb 8 0.827 vs fb 16 0.761 (…-fb16)
+            # fb 16 (96 workgroups, 10 per head): 0.719 vs 0.737; at wg 256 fb 8 0.827 vs fb 16 0.761 (…-fb16);
+            # touch 4 (the Q|K|V step loads the layer's K/V cache for the ATTN step): 0.6957–0.6958 vs
+            # 0.6986–0.6998 in 3 calls; touch 1, 2, 3, 7, 15 (weights) 0.706–0.722, slower (…-touch)
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
-                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga)
+                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
                 if wg <= cap and t.shared_bytes(cfg, min_subgroup(info)) <= mem:
                     return t

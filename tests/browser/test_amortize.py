@@ -72,10 +72,11 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
-    assert r["blocks"] == 2 and r["ramp"] is False           # blocks of 3 and 1
-    assert r["dispatches_per_token"] == (62 * 4 + 2) / 4      # 2·30 + FINAL + head per token, a tail per block
+    # the defaults: blocks ramping up (1, 1, 2), 4 in flight
+    assert r["blocks"] == 3 and r["ramp"] is True and r["depth"] == 4
+    assert r["dispatches_per_token"] == (62 * 4 + 3) / 4      # 2·30 + FINAL + head per token, a tail per block
     assert r["dispatch_count_ok"] is True
-    assert r["readbacks_per_token"] == pytest.approx(2 / 4)
+    assert r["readbacks_per_token"] == pytest.approx(3 / 4)
 
 
 LONG_PROMPT = " ".join(["one two three four five six seven eight nine ten"] * 8)   # 80+ tokens
@@ -118,16 +119,16 @@ def test_resident_tuning_variants_give_reference_tokens(lab_page):
     assert r["generated_token_ids"] == PROMPT_GREEDY
 
 
-@pytest.mark.parametrize("k", [3, 16])
-def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page, k):
+@pytest.mark.parametrize("k,ramp", [(3, ""), (16, "0")])
+def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page, k, ramp):
     """split=1 (Q|K|V in a step of its own): same tokens, 3·30 + FINAL + head per token, a tail per block; the
     prompt of several tokens exercises the prefill through the split steps too."""
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
-                                    "k": k, "resident_tuning": '{"split": 1}'})
+                                    "k": k, "ramp": ramp, "resident_tuning": '{"split": 1}'})
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
-    assert r["dispatches_per_token"] == (92 * 4 + (2 if k == 3 else 1)) / 4
+    assert r["dispatches_per_token"] == (92 * 4 + (3 if ramp == "" else 1)) / 4   # blocks 1, 1, 2 (default), or 4
     assert r["dispatch_count_ok"] is True
 
 
@@ -150,7 +151,7 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
     per = 92 if "split" in tuning else 62
-    assert r["dispatches_per_token"] == (per * 4 + 2) / 4
+    assert r["dispatches_per_token"] == (per * 4 + 3) / 4     # blocks 1, 1, 2
     assert r["dispatch_count_ok"] is True
 
 
@@ -206,8 +207,11 @@ def test_autorun_quick_section_and_panel(page, server):
     assert page_text_has_no_traceback(page)
 
 
-def test_bad_k_gets_a_message(page, server):
-    page.goto(server.url + "?suite=amortize&autorun=1&k=0&skip_isolation=1")
+@pytest.mark.parametrize("query,message", [("k=0", "k (tokens per submit) must be between 1 and 64"),
+                                           ("ramp=maybe", "ramp must be 1 or 0 (on or off), got 'maybe'"),
+                                           ("depth=9", "depth (blocks in flight) must be between 1 and 8")])
+def test_bad_k_ramp_or_depth_gets_a_message(page, server, query, message):
+    page.goto(server.url + f"?suite=amortize&autorun=1&{query}&skip_isolation=1")
     assert wait_state(page, ("done", "error"), timeout_s=300) == "error"
-    assert "k (tokens per submit) must be between 1 and 64" in page.inner_text("#error")
+    assert message in page.inner_text("#error")
     assert page_text_has_no_traceback(page)

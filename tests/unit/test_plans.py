@@ -147,8 +147,8 @@ def test_resident_tuning_fits_workgroup_memory():
     assert (cpu.wg, cpu.nwg(cfg), cpu.head_groups(cfg)) == (64, 24, 768)
     lim = {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupStorageSize": 32768}
     big = resident.ResidentTuning.for_adapter({"subgroupMinSize": 32}, lim, cfg)
-    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.fb, big.wo_parts) == \
-        (512, 1, 1, 1, 4, 1, 16, 10)
+    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.fb, big.wo_parts, big.touch) == \
+        (512, 1, 1, 1, 4, 1, 16, 10, 4)
     assert big.nwg(cfg) == 96
     assert big.shared_bytes(cfg, 32) <= 32768
     big.check(cfg, 32)
@@ -157,7 +157,7 @@ def test_resident_tuning_fits_workgroup_memory():
     assert (narrow.wg, narrow.sga, narrow.wo_parts) == (512, 0, 10) and narrow.shared_bytes(cfg, 4) <= 32768
     assert big.max_wo_parts(cfg) == 10 and cpu.max_wo_parts(cfg) == 2     # 96 // 9, 24 // 9
     assert big.max_wo_parts(SimpleNamespace(**{**vars(cfg), "ffn": 16 * 225})) == 24   # 25 would leave a part empty
-    assert (cpu.split, cpu.acc, cpu.grid) == (0, 0, 0)
+    assert (cpu.split, cpu.acc, cpu.grid, cpu.touch) == (0, 0, 0, 0)
     small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                      "maxComputeWorkgroupStorageSize": 16384}, cfg)
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
@@ -268,9 +268,13 @@ def test_decode_lengths_ramp_up_to_k():
         assert all(b >= a and b <= a + max(1, a // 2) for a, b in zip(head, head[1:])), got
     assert gpu_loop.decode_lengths(128, 8, ramp=True)[:8] == [1, 1, 2, 3, 4, 6, 8, 8]
     assert gpu_loop.decode_lengths(8, 3) == [3, 3, 2] and gpu_loop.decode_lengths(0, 4, ramp=True) == []
-    assert gpu_loop.decode_lengths(4, 3, ramp=True) == [1, 1, 2]           # off by default
-    assert not gpu_loop.parse_ramp(None) and gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") \
-        and not gpu_loop.parse_ramp("off") and gpu_loop.parse_ramp("true")
+    assert gpu_loop.decode_lengths(4, 3, ramp=True) == [1, 1, 2]           # the function's own default: off
+    assert gpu_loop.parse_ramp(None) is gpu_loop.parse_ramp("") is gpu_loop.RAMP is True   # the runs' default: on
+    assert gpu_loop.parse_ramp("1") and not gpu_loop.parse_ramp("0") and not gpu_loop.parse_ramp(" OFF ") \
+        and gpu_loop.parse_ramp("true") and not gpu_loop.parse_ramp(0)
+    for bad in ("2", "maybe"):
+        with pytest.raises(ValueError, match=r"^ramp must be 1 or 0"):
+            gpu_loop.parse_ramp(bad)
 
 
 def test_whole_number_messages():
@@ -283,8 +287,8 @@ def test_whole_number_messages():
 
 
 def test_parse_depth():
-    assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 2
-    assert gpu_loop.parse_depth("4") == 4 and gpu_loop.parse_depth(1) == 1
+    assert gpu_loop.parse_depth(None) == gpu_loop.parse_depth("") == gpu_loop.DEPTH == 4
+    assert gpu_loop.parse_depth("2") == 2 and gpu_loop.parse_depth(1) == 1
     for bad in ("0", "9", "two", "1.5"):
         with pytest.raises(ValueError, match="depth"):
             gpu_loop.parse_depth(bad)
