@@ -18,10 +18,11 @@ in flight: a small block's readback takes longer than its GPU work, and with 2 t
 encoding the block after next.  H200, 128 tokens, K = 8, wall ms per token (results/2026-12-03-nvidia-h200-fb16):
 ramp with 4 in flight 0.719–0.723, with 3 0.720–0.724; fixed blocks with 2 0.739–0.747, with 3 0.736–0.742;
 ramp with 2 0.763.  On a 30-token answer (results/2026-12-03-nvidia-h200-touch, K = 16, Python driver) the
-ramp gives 1,242–1,285 tok/s against 931–1,001 with fixed blocks: the first block of 16 cost ~10 ms of
-encoding before the GPU started.  (One earlier compare run with the ramp, …-fb16/7-compare-ramp, had two of
-three timed runs at ~400 tok/s; it did not recur in 14 later timed runs, which now record each block's readback
-and GPU time, `block_timing_runs`, so a recurrence would show its cause.)
+ramp gives 1,105–1,285 tok/s (median 1,259) against 930–1,001 with fixed blocks: the first block of 16
+cost ~10 ms of encoding before the GPU started.  (One earlier compare run with the ramp, …-fb16/7-compare-ramp,
+had two of three timed runs at ~400 tok/s; it did not recur in 14 later timed runs nor in the runs with
+these defaults (…-touch).  Every run now records each block's readback and GPU time, `block_timing_runs`,
+so a recurrence would show its cause.)
 EOS (or max_new) inside a block truncates the output there; the tokens computed after it,
 and the blocks already in flight (up to depth − 1), are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
