@@ -45,6 +45,9 @@ def parse(params: dict) -> dict:
     base["plan"] = params.get("plan") or None
     raw = str(params.get("runs") or (QUICK_RUNS if quick else FULL_RUNS)).strip()
     runs = whole_number(raw, 1, MAX_RUNS, "runs")
+    from app.llm.gpu_loop import parse_depth, parse_ramp
+    parse_ramp(params.get("ramp"))     # the K-token loops read them from the page's parameters: check them here,
+    parse_depth(params.get("depth"))   # before any engine loads, so a bad one is a message, not a failed row
     return {**base, "runs": runs, "quick": quick}
 
 

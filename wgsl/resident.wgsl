@@ -100,7 +100,7 @@ override NOFF_FFN: u32;
 override NOFF_OUT: u32;
 override SPLIT: u32 = 0u;                                    // 1: Q|K|V in a step of its own (3 per layer)
 override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
-override ACC: u32 = 0u;                                      // 1: residual sums in fixed-point atomics (see acc_add)
+override ACC: u32 = 0u;                                      // 1, 2: residual sums in fixed-point atomics (acc_add)
 override KV_PRE: u32 = 2u;                                   // positions per invocation whose K, V load first (≤ 8)
 override GRID: u32 = 0u;                                     // 1: the step is the dispatch's workgroup count − NWG
 override WO_PARTS: u32 = 1u;                                 // ATTN workgroups per head (output projection rows split)
@@ -404,7 +404,7 @@ fn partials(i: u32, np: u32) -> vec4<f32> {
 // ACC = 1: the residual stream's sums as exact fixed-point integers instead of partial vectors.  A value v
 // is N = v · 2^32 rounded down, kept as hi = floor(v · 2^8) (i32) and lo = the remaining 24 bits (u32), in two
 // words that every contributor atomicAdds into; Σ lo of ≤ 255 contributors cannot overflow, so no carry is
-// needed and the adds can be fire-and-forget.  Integer addition is associative: the sum does not depend on
+// needed when adding (ACC = 2, below acc_at, carries when reading) and the adds can be fire-and-forget.  Integer addition is associative: the sum does not depend on
 // the order the workgroups arrive in, and it is exact up to 2^-32 per term (|v| < 65536 for an exact hi; the
 // sum must stay under 2^23).  Accumulator a (words st.tokens[a .. a + 2·D): hi[D] | lo[D]), ahead of the
 // tokens, so that its address needs no st.ctx (one round trip less before a step's first read): which 0 = RA (the

@@ -54,8 +54,9 @@ BLOCK_KEYS = ("block_lengths", "block_read_ms", "block_gpu_ms")   # a block-loop
 
 
 def block_timing(results: list[dict]) -> list[dict]:
-    """Per run of a block loop: each block's length, when its tokens were read back (ms after decoding began)
-    and its GPU time, which is what tells a slow run's cause apart (a slow GPU or a late readback)."""
+    """Per run of a block loop: each block's length, when its tokens were read back (ms after decoding began;
+    blocks discarded after EOS or a cancel too) and its GPU time ("unsupported" without timestamp-query),
+    which is what tells a slow run's cause apart (a slow GPU or a late readback)."""
     return [{key: r.get(key) for key in BLOCK_KEYS} for r in results]
 
 

@@ -20,9 +20,11 @@ ramp with 4 in flight 0.719–0.723, with 3 0.720–0.724; fixed blocks with 2 0
 ramp with 2 0.763.  On a 30-token answer (results/2026-12-03-nvidia-h200-touch, K = 16, Python driver) the
 ramp gives 1,105–1,285 tok/s (median 1,259) against 930–1,001 with fixed blocks: the first block of 16
 cost ~10 ms of encoding before the GPU started.  (One earlier compare run with the ramp, …-fb16/7-compare-ramp,
-had two of three timed runs at ~400 tok/s; it did not recur in 14 later timed runs nor in the runs with
-these defaults (…-touch).  Every run now records each block's readback and GPU time, `block_timing_runs`,
-so a recurrence would show its cause.)
+had two of three timed runs at ~400 tok/s.  Nothing that slow recurred in 14 timed runs that tested the ramp
+or in the runs with these defaults (…-touch), but 3 of the latter's 30 timed runs, each the first of its
+row, were 5–20 ms late with normal GPU time: their first readback came late, so the stall is on the CPU or
+readback side.  Every run records each block's readback and GPU time, `block_timing_runs`, which is how
+that shows.)
 EOS (or max_new) inside a block truncates the output there; the tokens computed after it,
 and the blocks already in flight (up to depth − 1), are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
@@ -118,7 +120,7 @@ def block_plan(m, length: int, logits: bool):
     return m._plans[key]
 
 
-def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = False) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = RAMP) -> None:
     """Record (and build the JS arrays of) every block plan a run of this shape will replay, so that a
     timed run does not pay for first-use recording."""
     for length in set(decode_lengths(max_new, k, ramp)):
@@ -288,8 +290,9 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
             if stop or lab.cancel_requested:
                 stopped = "cancelled" if lab.cancel_requested and not stop else \
                     ("eos" if got and got[-1] == m.cfg.eos_id else "max_new_tokens")
-                for p in pending:                     # blocks in flight: finish, discard
+                for p in pending:                     # blocks in flight: finish, discard (timed like the rest)
                     await loop.read(p)
+                    read_at.append(round(_now() - t_dec, 3))
                 pending = []
                 break
         pieces.append(decoder.flush())

@@ -35,7 +35,8 @@ head, rows one subgroup round after another) took 31 µs per layer.  On the CPU 
     each keep a running max, sum and P·V over their positions (online softmax) and merge at the end.
   * Matvec work items are (row, block pair): every weight load of a dispatch is issued at once instead
     of in rounds of rows, and rmsnorm's scale is applied after the dot products.
-  * Blocks of K tokens per submit, double-buffered, one readback per block: app.llm.gpu_loop.run.
+  * Blocks of up to K tokens per submit (ramping up to K, 4 in flight by default), one readback per block:
+    app.llm.gpu_loop.run.
 
 The counter starts at 0 for position 0 of each generation (the CPU writes the state header and the
 prompt once); tokens[pos] is the prompt for prompt positions, else the argmax the step computed.
@@ -410,7 +411,7 @@ class Resident:
         return dispatch_count(m.cfg.n_layers, False, m.resident_tuning.split)
 
 
-def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = False) -> None:
+def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = gpu_loop.RAMP) -> None:
     """Record and convert every block plan a run of this shape replays, before timing."""
     for length in set(decode_lengths(max_new, k, ramp)):
         block_plan(m, length, True, True).to_js()

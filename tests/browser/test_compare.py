@@ -7,6 +7,8 @@ reference (app/llm/reference.py), far above llama.cpp's 8-bit activation roundin
 import json
 import urllib.parse
 
+import pytest
+
 from app import compare_report as cr
 from app import report
 from conftest import open_lab, page_text_has_no_traceback
@@ -89,7 +91,10 @@ def test_wllama_failure_stays_in_its_rows_panel_run(page, server):
     assert page.external_requests == [] and page_text_has_no_traceback(page)
 
 
-def test_bad_runs_param_is_a_message(page, server):
-    assert open_lab(page, server, query(runs="lots"), timeout_s=300) == "error"
-    assert "runs must be a whole number" in page.inner_text("#error")
+@pytest.mark.parametrize("bad,message", [({"runs": "lots"}, "runs must be a whole number"),
+                                         ({"ramp": "2"}, "ramp must be 1 or 0"),
+                                         ({"depth": "0"}, "depth (blocks in flight) must be between 1 and 8")])
+def test_bad_param_is_a_message(page, server, bad, message):
+    assert open_lab(page, server, query(**bad), timeout_s=300) == "error"
+    assert message in page.inner_text("#error")
     assert page_text_has_no_traceback(page)
