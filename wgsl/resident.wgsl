@@ -61,6 +61,12 @@
 //   its attention and add their share of the rows of its output-projection slice.
 // SGA = 1 (ResidentTuning.sga): the attention of attn_sg (a running max and sum per group of SGL subgroup
 //   lanes, no workgroup barrier until the groups merge) instead of attn_old (chunks of WG positions).
+// RD = 1 (ResidentTuning.rd): a step reads an accumulator with every invocation loading ≤ ceil(2·D / WG) of its words
+//   into workgroup memory (accw) first, instead of D / 4 invocations loading 8 atomic words each.
+// FOLD = 1 (ResidentTuning.fold; needs ACC, GRID and an even N_LAYERS): decode blocks dispatch no FINAL step; the
+//   head reads the last layer's RF accumulator itself and its workgroup 0 advances st.pos (prefill keeps FINAL).
+// HPRE = 1 (ResidentTuning.hpre): every head invocation loads its first item's 17 embedding words before it reads
+//   the residual, so their latency overlaps the read and the norm.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -108,6 +114,10 @@ override SGA: u32 = 0u;                                      // 1: the attention
 override SGL: u32 = 4u;                                      // SGA: lanes per position, ≤ the smallest subgroup, ≤ HEAD_DIM/4
 override WV: u32 = 0u;                                       // 1: weights loaded 8 bytes at a time (load10)
 override TOUCH: u32 = 0u;                                    // bitmask: what a step touches for the next (see touch_w)
+override RD: u32 = 0u;                                       // 1: accumulator reads spread over the workgroup (acc_fetch)
+override FOLD: u32 = 0u;                                     // 1: the head reads the last residual itself (no FINAL)
+override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
+override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
@@ -128,6 +138,7 @@ var<workgroup> q4: array<vec4<f32>, HEAD_DIM / 4u>;       // rotated q_h
 var<workgroup> vec_b: array<f32, WG + WG / 32u>;          // attention probabilities of a chunk; o_h, a (padded: vb_at)
 var<workgroup> red: array<f32, WG / 4u>;                  // one partial per subgroup (subgroups ≥ 4 wide)
 var<workgroup> redu: array<u32, WG / 4u>;
+var<workgroup> accw: array<u32, ACCW>;                   // RD: an accumulator's words (hi[D] | lo[D])
 var<workgroup> w_step: u32;                               // broadcast slots (workgroupUniformLoad), one
 var<workgroup> w_plen: u32;                               // per value so that no slot is rewritten
 var<workgroup> w_tok: u32;                                // while another invocation may still read it
@@ -437,19 +448,44 @@ fn acc_add4(a: u32, i: u32, v: vec4<f32>) {
     for (var c = 0u; c < 4u; c++) { acc_add(a, 4u * i + c, v[c]); }
 }
 
+fn acc_val(hi_w: u32, lo: u32) -> f32 {
+    let hi = bitcast<i32>(hi_w);
+    if (ACC == 2u) {                                         // carry the signed sum's high bits into hi: both
+        let hn = hi + (bitcast<i32>(lo) >> 24u);             // conversions exact, one rounding in the add
+        return f32(hn) * (1.0 / 16.0) + f32(lo & 0xffffffu) * (1.0 / 268435456.0);
+    }
+    return f32(hi) * (1.0 / 256.0) + f32(lo) * (1.0 / 4294967296.0);
+}
+
 fn acc_get4(a: u32, i: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     if (skip(1u)) { return r; }
     for (var c = 0u; c < 4u; c++) {
-        let hi = bitcast<i32>(atomicLoad(&st.tokens[a + 4u * i + c]));
-        let lo = atomicLoad(&st.tokens[a + D + 4u * i + c]);
-        if (ACC == 2u) {                                     // carry the signed sum's high bits into hi: both
-            let hn = hi + (bitcast<i32>(lo) >> 24u);         // conversions exact, one rounding in the add
-            r[c] = f32(hn) * (1.0 / 16.0) + f32(lo & 0xffffffu) * (1.0 / 268435456.0);
-        } else {
-            r[c] = f32(hi) * (1.0 / 256.0) + f32(lo) * (1.0 / 4294967296.0);
-        }
+        r[c] = acc_val(atomicLoad(&st.tokens[a + 4u * i + c]), atomicLoad(&st.tokens[a + D + 4u * i + c]));
     }
+    return r;
+}
+
+// RD = 1: the workgroup's invocations each load at most ceil(2·D / WG) words of accumulator a into accw (instead of
+// D / 4 invocations loading 8 atomics each, one after another), then acc_w4 converts from accw.  Call from
+// uniform control flow (a barrier).
+fn acc_fetch(a: u32, li: u32) {
+    if (RD == 0u || skip(1u)) { return; }
+    for (var i = li; i < 2u * D; i += WG) { accw[i] = atomicLoad(&st.tokens[a + i]); }
+    workgroupBarrier();
+}
+
+// Norm weight vec4 i of the norm at vec4 nb, with the first one (i = li) already loaded as nw0.
+fn norm_w(nb: u32, i: u32, li: u32, nw0: vec4<f32>) -> vec4<f32> {
+    if (i == li) { return nw0; }
+    return nw[nb + i];
+}
+
+// acc_get4(a, i), from accw when RD (acc_fetch(a) first).
+fn acc_r4(a: u32, i: u32) -> vec4<f32> {
+    if (RD == 0u || skip(1u)) { return acc_get4(a, i); }
+    var r = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) { r[c] = acc_val(accw[4u * i + c], accw[D + 4u * i + c]); }
     return r;
 }
 
@@ -478,20 +514,26 @@ fn set_slot(li: u32, pos: u32, l: u32) {
 }
 
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
-fn q80_pair(row: u32, p: u32) -> f32 {
+fn q80_pair(row: u32, p: u32) -> f32 { return q80_dot(q80_load(row, p), p); }
+
+// The 17 words of that pair (HPRE: the head loads its first item's before it reads the residual).
+fn q80_load(row: u32, p: u32) -> array<u32, 17> {
     let b = (row * (D / 64u) + p) * 17u;
+    var w: array<u32, 17>;
+    for (var i = 0u; i < 17u; i++) { w[i] = E[b + i]; }
+    return w;
+}
+
+fn q80_dot(w: array<u32, 17>, p: u32) -> f32 {
     var s0 = 0.0;
     var s1 = 0.0;
-    var lo = E[b];
     for (var i = 0u; i < 8u; i++) {
-        let hi = E[b + i + 1u];
-        let q0 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>((lo >> 16u) | (hi << 16u)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
-        let q1 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(E[b + 9u + i]) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+        let q0 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>((w[i] >> 16u) | (w[i + 1u] << 16u)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+        let q1 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w[9u + i]) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
         s0 += dot(q0, xs[xs_at(p * 16u + i)]);
         s1 += dot(q1, xs[xs_at(p * 16u + 8u + i)]);
-        lo = hi;
     }
-    return unpack2x16float(E[b]).x * s0 + unpack2x16float(E[b + 8u]).y * s1;
+    return unpack2x16float(w[0]).x * s0 + unpack2x16float(w[8]).y * s1;
 }
 
 // Embedding row of `token`, element i (Q8_0 blocks read by byte offset).
@@ -537,6 +579,9 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
         }
     }
     if (!tok_phase && ACC == 0u) { gather(li, o_pf(), NWG); }
+    let nb = (l * N_STRIDE) / 4u;
+    let nw0 = nw[nb + min(li, D / 4u - 1u)];                // RD: asked for before the barrier of acc_fetch
+    if (!tok_phase && ACC != 0u) { acc_fetch(acc_at(1u, 1u - p_slot), li); }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
@@ -544,7 +589,7 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
                           embed_at(token, 4u * i + 3u));
         } else if (ACC != 0u) {
-            r = acc_get4(acc_at(1u, 1u - p_slot), i);             // RF of the layer before
+            r = acc_r4(acc_at(1u, 1u - p_slot), i);               // RF of the layer before
         } else {
             r = sc[o_xm() + i] + partials(i, NWG);
         }
@@ -552,7 +597,7 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
             if (ACC != 0u) { acc_add4(acc_at(0u, p_slot), i, r); } else { sc[o_x() + i] = r; }
         }
         ss += dot(r, r);
-        xs[xs_at(i)] = r * nw[(l * N_STRIDE) / 4u + i];
+        xs[xs_at(i)] = r * norm_w(nb, i, li, nw0);
     }
     return 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
 
@@ -928,19 +973,21 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, fb0, db));
     set_slot(li, pos, l);
 
-    if (ACC == 0u) { gather(li, o_pa(), HEADS); }
+    let nb = (l * N_STRIDE + NOFF_FFN) / 4u;
+    let nw0 = nw[nb + min(li, D / 4u - 1u)];
+    if (ACC == 0u) { gather(li, o_pa(), HEADS); } else { acc_fetch(acc_at(0u, p_slot), li); }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
         if (ACC != 0u) {
-            r = acc_get4(acc_at(0u, p_slot), i);
+            r = acc_r4(acc_at(0u, p_slot), i);
             if (f == 0u) { acc_add4(acc_at(1u, p_slot), i, r); }
         } else {
             r = sc[o_x() + i] + partials(i, HEADS);
             if (f == 0u) { sc[o_xm() + i] = r; }
         }
         ss += dot(r, r);
-        xs[xs_at(i)] = r * nw[(l * N_STRIDE + NOFF_FFN) / 4u + i];
+        xs[xs_at(i)] = r * norm_w(nb, i, li, nw0);
     }
     if (touch_on(2u) && l + 1u < N_LAYERS) { touch_w((l + 1u) * L_STRIDE, select(OFF_O, OFF_GATE, touch_on(8u)), f, li); }
     let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
@@ -1025,6 +1072,7 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
         @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
+    if (FOLD != 0u && wg.x == 0u && li == 0u) { st.pos += 1u; }   // FINAL's job; nothing else here reads it
     if (skip(256u)) {
         if (li == 0u) {
             sc_set(4u * o_hp() + 2u * wg.x, 0.0);
@@ -1032,17 +1080,29 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         return;
     }
-    var ss = 0.0;
-    for (var i = li; i < D / 4u; i += WG) {
-        let r = sc[o_xf() + i];
-        ss += dot(r, r);
-        xs[xs_at(i)] = r * nw[NOFF_OUT / 4u + i];
-    }
-    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
     let row0 = wg.x * HEAD_ROWS;
     let pairs = D / 64u;
-    for (var it = li; it < HEAD_ROWS * pairs; it += WG) {
-        prod[it] = q80_pair(min(row0 + it / pairs, VOCAB - 1u), it % pairs);
+    let n_it = HEAD_ROWS * pairs;
+    let it0 = min(li, n_it - 1u);
+    var pre: array<u32, 17>;
+    if (HPRE != 0u) { pre = q80_load(min(row0 + it0 / pairs, VOCAB - 1u), it0 % pairs); }
+    let rf = acc_at(1u, (N_LAYERS - 1u) % 2u);               // FOLD (grid, even N_LAYERS): the last layer's RF
+    let nw0 = nw[NOFF_OUT / 4u + min(li, D / 4u - 1u)];
+    if (FOLD != 0u) { acc_fetch(rf, li); }
+    var ss = 0.0;
+    for (var i = li; i < D / 4u; i += WG) {
+        var r: vec4<f32>;
+        if (FOLD != 0u) { r = acc_r4(rf, i); } else { r = sc[o_xf() + i]; }
+        ss += dot(r, r);
+        xs[xs_at(i)] = r * norm_w(NOFF_OUT / 4u, i, li, nw0);
+    }
+    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
+    for (var it = li; it < n_it; it += WG) {
+        if (HPRE != 0u && it == li) {
+            prod[it] = q80_dot(pre, it % pairs);
+        } else {
+            prod[it] = q80_pair(min(row0 + it / pairs, VOCAB - 1u), it % pairs);
+        }
     }
     workgroupBarrier();
     var v = -BIG;

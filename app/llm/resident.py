@@ -72,14 +72,15 @@ def step_kind(step: int, n_layers: int, split: int = 0) -> str:
     return (("qkv", "attn", "ffn") if split else ("attn", "ffn"))[step % per]
 
 
-def dispatch_count(n_layers: int, logits: bool = True, split: int = 0) -> int:
-    """Dispatches per token, without the per-block tail: the steps, plus the head when logits are needed."""
-    return steps_per_token(n_layers, split) + (1 if logits else 0)
+def dispatch_count(n_layers: int, logits: bool = True, split: int = 0, fold: int = 0) -> int:
+    """Dispatches per token, without the per-block tail: the steps, plus the head when logits are needed
+    (fold: the head then does FINAL's work, and FINAL is not dispatched)."""
+    return steps_per_token(n_layers, split) + (1 - fold if logits else 0)
 
 
-def expected_dispatches(n_layers: int, tokens: int, blocks: int, split: int = 0) -> float:
+def expected_dispatches(n_layers: int, tokens: int, blocks: int, split: int = 0, fold: int = 0) -> float:
     """Declared dispatches per decoded token of a run: the per-token ones plus one tail per block."""
-    return (dispatch_count(n_layers, True, split) * tokens + blocks) / max(tokens, 1)
+    return (dispatch_count(n_layers, True, split, fold) * tokens + blocks) / max(tokens, 1)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,12 @@ class ResidentTuning:
     the layer matrices 8 bytes at a time (every pair of Q4_1 blocks starts on an even word; prepare checks);
     touch (bitmask, 0..15): what a step also loads, one word per 32-byte sector, so that the next step's loads
     hit the L2 cache (1: ATTN(l) FFN(l)'s weights, 2: FFN(l) Q|K|V(l + 1)'s, 4: QKV(l) layer l's K/V cache,
-    8: FFN(l) Wo(l + 1) too); the results do not change.
+    8: FFN(l) Wo(l + 1) too); the results do not change.  rd: 1 reads an accumulator with every invocation
+    loading at most ceil(2·d_model / wg) of its words into workgroup memory first, instead of d_model / 4
+    invocations loading 8 atomic words each.  fold: 1 (with acc, grid and an even layer count) drops FINAL
+    from decode: the head reads the last residual from its accumulator and advances the position itself, one
+    dispatch a token less.  hpre: 1 has every head invocation load its first item's embedding words before it
+    reads the residual.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -121,6 +127,9 @@ class ResidentTuning:
     sgl: int = 0
     wv: int = 0
     touch: int = 0
+    rd: int = 0
+    fold: int = 0
+    hpre: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -167,7 +176,11 @@ class ResidentTuning:
         """Workgroup memory of wgsl/resident.wgsl: xs and vec_b (with their padding), bs, prod, vec_a, q4, red,
         redu, 3 broadcast words."""
         return 4 * (cfg.d_model + cfg.d_model // 16 + cfg.d_model // 32 + self.prod(cfg, sg_min) + 4 * cfg.head_dim
-                    + self.wg + self.wg // 32 + 2 * (self.wg // 4) + 3)
+                    + self.wg + self.wg // 32 + 2 * (self.wg // 4) + 3 + self.accw(cfg))
+
+    def accw(self, cfg) -> int:
+        """Words of the kernel's accw (rd: one accumulator, hi and lo words)."""
+        return 2 * cfg.d_model if self.rd else 1
 
     def lanes(self, cfg, sg_min: int = 4) -> int:
         """sga: lanes per position (SGL)."""
@@ -185,11 +198,14 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv)) or \
+                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga and wv 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch 0..15)")
+                             "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch 0..15)")
+        if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
+            raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
+                             f"(acc={self.acc}, grid={self.grid}, {cfg.n_layers} layers)")
         lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
@@ -334,7 +350,8 @@ async def prepare(m) -> None:
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
-                       "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch})
+                       "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
+                       "ACCW": t.accw(c)})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
@@ -359,7 +376,8 @@ def _bind_group(m):
 
 
 def block_plan(m, length: int, logits: bool, tail: bool):
-    """`length` tokens: 2·n_layers + 1 step dispatches each, then the head (logits), then a tail."""
+    """`length` tokens: 2·n_layers + 1 step dispatches each (3·n_layers + 1 with split; fold: FINAL left out
+    when there is a head), then the head (logits), then a tail."""
     from app.plan import Plan
     key = ("resident_block", length, logits, tail)
     if key in m._plans:
@@ -368,7 +386,7 @@ def block_plan(m, length: int, logits: bool, tail: bool):
     bg = [_bind_group(m)]
     step, head = m.kernels["r_step"].pipeline, m.kernels["r_head"].pipeline
     for i in range(length):
-        for s in range(steps_per_token(c.n_layers, t.split)):
+        for s in range(steps_per_token(c.n_layers, t.split) - (t.fold if logits else 0)):
             P.add(step, bg, (grid(c, t, s),), None, f"r{i}.{s}", keep_state=s > 0)
         if logits:
             P.add(head, bg, (t.head_groups(c),), None, f"r{i}.head")
@@ -405,7 +423,8 @@ class Resident:
             await loop.replay(block_plan(m, length, False, False))
 
     def expected(self, m, loop, computed: int) -> float:
-        return expected_dispatches(m.cfg.n_layers, computed, loop.blocks, m.resident_tuning.split)
+        t = m.resident_tuning
+        return expected_dispatches(m.cfg.n_layers, computed, loop.blocks, t.split, t.fold)
 
     def expected_prefill(self, m) -> float:
         return dispatch_count(m.cfg.n_layers, False, m.resident_tuning.split)

@@ -138,20 +138,27 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
                                     '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1,'
                                     ' "touch": 15}',
                                     '{"fb": 8, "wg": 128, "acc": 1, "wv": 1}', '{"fb": 16, "wg": 256}',
-                                    '{"fb": 16, "acc": 2, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3}'])
+                                    '{"fb": 16, "acc": 2, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3}',
+                                    '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "rd": 1,'
+                                    ' "fold": 1, "hpre": 1}',
+                                    '{"wg": 128, "head_wg": 64, "acc": 2, "grid": 1, "rd": 1, "fold": 1, "hpre": 1}',
+                                    '{"acc": 1, "rd": 1}'])
 def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     """acc (residual sums as fixed-point atomics, two slots per accumulator zeroed one dispatch after their
     read) and grid (the step from the workgroup count, the position from the state): same tokens over a
     prompt of several tokens and blocks of 3, declared dispatches unchanged (the extra workgroups are not
     dispatches).  fb 16 / 8: each FFN workgroup's down-projection slice is half / a quarter of a Q4_1 block
     (the low or high nibbles of some of its bytes), 96 / 192 workgroups per step (without acc: 96 partial
-    vectors gathered).  touch (loads whose values only feed a store nothing reads) leaves the tokens alone."""
+    vectors gathered).  touch (loads whose values only feed a store nothing reads) leaves the tokens alone.
+    rd (accumulators read through workgroup memory) and fold (no FINAL: the head reads the last residual and
+    advances the position) give the same tokens, fold with one dispatch a token less; so does hpre (the head's
+    first embedding words loaded before the residual)."""
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
                                     "k": 3, "resident_tuning": tuning})
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
-    per = 92 if "split" in tuning else 62
+    per = (92 if "split" in tuning else 62) - ('"fold": 1' in tuning)
     assert r["dispatches_per_token"] == (per * 4 + 3) / 4     # blocks 1, 1, 2
     assert r["dispatch_count_ok"] is True
 

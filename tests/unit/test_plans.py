@@ -1,5 +1,6 @@
 """Pure parts of the plan registry, the fused recorder, the GPU loop's bookkeeping and the amortize
 section (CPython; the browser tests run the same plans on the GPU)."""
+import dataclasses
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -424,6 +425,26 @@ def test_resident_split_steps():
     assert plans.declared_costs("resident", 30, k=4, split=1)["dispatches_per_token"] == (92 * 4 + 1) / 4
 
 
+def test_resident_fold_and_rd():
+    """fold leaves FINAL out of decode (the head does its work): one dispatch a token less, and only where the
+    head can find the last residual without the position (acc, grid, an even layer count); rd costs 2·d_model
+    words of workgroup memory."""
+    cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
+    assert resident.dispatch_count(30, True, 1, fold=1) == 91
+    assert resident.dispatch_count(30, False, 1, fold=1) == 91        # prefill keeps FINAL (no head)
+    assert resident.expected_dispatches(30, 4, 2, 1, 1) == (91 * 4 + 2) / 4
+    ok = resident.ResidentTuning(wg=512, fb=16, split=1, acc=1, grid=1, rd=1, fold=1)
+    ok.check(cfg, 32)
+    for bad, why in (({"acc": 0}, "fold=1 needs acc"), ({"grid": 0}, "fold=1 needs acc")):
+        with pytest.raises(ValueError, match=why):
+            dataclasses.replace(ok, **bad).check(cfg, 32)
+    with pytest.raises(ValueError, match="even number of layers"):
+        ok.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
+    with pytest.raises(ValueError, match="fold and hpre 0 or 1"):
+        dataclasses.replace(ok, rd=2).check(cfg, 32)
+    assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
+
+
 def test_resident_wo_parts_and_sga_checks():
     """wo_parts: heads × parts ATTN workgroups must exist and every part get rows; sga: lanes per position a power
     of two within a subgroup and a head, at most 8 vec4s per lane; its prod holds one head_dim per subgroup."""
@@ -469,7 +490,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
     for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
-        with pytest.raises(ValueError, match="sga and wv 0 or 1, acc 0..2"):
+        with pytest.raises(ValueError, match="fold and hpre 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
