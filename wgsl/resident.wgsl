@@ -921,6 +921,12 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
         let kvd4 = KV_HEADS * HEAD_DIM / 4u;
         touch_kv(l * ctx * kvd4, select(pos, early, !wait_pos) * kvd4, w, li);
     }
+    if (!wait_pos) { pos = early; }                          // arrived while the residual was read
+    // This invocation's first RoPE pair, asked for now so that its latency overlaps the matvec below
+    // rather than following it (like the norm weights in residual_in).
+    let i_own = ((r0 + 2u * li) % HEAD_DIM) / 2u;
+    var cs_own = vec2<f32>(1.0, 0.0);
+    if (2u * li < nr) { cs_own = rope[pos * (ROPE_DIM / 2u) + min(i_own, ROPE_DIM / 2u - 1u)]; }
     block_sums(li);
     if (!skip(2u)) {
         if (li < n) { prod[li] = long_dot(pre, li); }
@@ -928,14 +934,14 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     }
     workgroupBarrier();
     let kvd = KV_HEADS * HEAD_DIM;
-    if (!wait_pos) { pos = early; }
     for (var j = 2u * li; j < nr; j += 2u * WG) {
         let row = r0 + j;                                    // even; row + 1 is its RoPE partner
         var a = row_sum(j, pairs) * scale;
         var b = row_sum(j + 1u, pairs) * scale;
         let i = (row % HEAD_DIM) / 2u;
         if (row < (HEADS + KV_HEADS) * HEAD_DIM && 2u * i < ROPE_DIM) {
-            let cs = rope[pos * (ROPE_DIM / 2u) + i];
+            var cs = cs_own;
+            if (j != 2u * li) { cs = rope[pos * (ROPE_DIM / 2u) + i]; }
             let a0 = a;
             a = a0 * cs.x - b * cs.y;
             b = a0 * cs.y + b * cs.x;
