@@ -137,7 +137,7 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
                                     '{"grid": 1, "split": 1, "sga": 1, "wo_parts": 2}',
                                     '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1,'
                                     ' "touch": 15, "rd": 1, "fold": 1, "hpre": 1}',
-                                    '{"fb": 8, "wg": 128, "acc": 1, "wv": 1}', '{"fb": 16, "wg": 256}',
+                                    '{"fb": 8, "acc": 1, "wv": 1}', '{"fb": 16}',
                                     '{"fb": 16, "acc": 2, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3}',
                                     '{"wg": 128, "head_wg": 64, "acc": 2, "grid": 1, "rd": 1, "fold": 1, "hpre": 1}'])
 def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
