@@ -72,10 +72,16 @@ def step_kind(step: int, n_layers: int, split: int = 0) -> str:
     return (("qkv", "attn", "ffn") if split else ("attn", "ffn"))[step % per]
 
 
+def step_dispatches(n_layers: int, logits: bool, split: int = 0, fold: int = 0) -> int:
+    """Step dispatches per token: all steps, less FINAL when fold is on and a head follows (the head then
+    does FINAL's work)."""
+    return steps_per_token(n_layers, split) - (fold if logits else 0)
+
+
 def dispatch_count(n_layers: int, logits: bool = True, split: int = 0, fold: int = 0) -> int:
-    """Dispatches per token, without the per-block tail: the steps, plus the head when logits are needed
-    (fold: the head then does FINAL's work, and FINAL is not dispatched)."""
-    return steps_per_token(n_layers, split) + (1 - fold if logits else 0)
+    """Dispatches per token, without the per-block tail: the step dispatches, plus the head when logits are
+    needed."""
+    return step_dispatches(n_layers, logits, split, fold) + (1 if logits else 0)
 
 
 def expected_dispatches(n_layers: int, tokens: int, blocks: int, split: int = 0, fold: int = 0) -> float:
@@ -386,7 +392,7 @@ def block_plan(m, length: int, logits: bool, tail: bool):
     bg = [_bind_group(m)]
     step, head = m.kernels["r_step"].pipeline, m.kernels["r_head"].pipeline
     for i in range(length):
-        for s in range(steps_per_token(c.n_layers, t.split) - (t.fold if logits else 0)):
+        for s in range(step_dispatches(c.n_layers, logits, t.split, t.fold)):
             P.add(step, bg, (grid(c, t, s),), None, f"r{i}.{s}", keep_state=s > 0)
         if logits:
             P.add(head, bg, (t.head_groups(c),), None, f"r{i}.head")

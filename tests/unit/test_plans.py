@@ -445,6 +445,30 @@ def test_resident_fold_and_rd():
     assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
 
 
+def test_resident_block_plan_matches_the_declared_count():
+    """block_plan records what dispatch_count declares, fold or not, with a head (decode) or without (prefill):
+    per token the step dispatches with NWG + step workgroups (grid), then the head; one tail per block."""
+    cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
+    for fold in (0, 1):
+        t = resident.ResidentTuning(wg=512, fb=16, split=1, acc=1, grid=1, fold=fold)
+        kernels = {k: SimpleNamespace(pipeline=object()) for k in ("r_step", "r_head", "r_tail")}
+        m = SimpleNamespace(cfg=cfg, resident_tuning=t, _plans={}, kernels=kernels, act={}, weights={}, ctx=256,
+                            group=lambda *a: "bind group")
+        m.act = {k: k for k in ("resident_state", "rope", "k_cache", "v_cache", "resident_scratch")}
+        m.weights = {k: k for k in ("layers", "norms", "token_embd")}
+        for logits, tail, length in ((True, True, 3), (False, False, 2), (True, False, 1)):
+            plan = resident.block_plan(m, length, logits, tail)
+            assert len(plan) == length * resident.dispatch_count(30, logits, 1, fold) + tail
+            steps = resident.step_dispatches(30, logits, 1, fold)
+            assert steps == 91 - (fold if logits else 0)
+            first = plan.steps[:steps + logits]
+            assert [s.workgroups[0] for s in first[:steps]] == [96 + s for s in range(steps)]
+            assert all(s.pipeline is kernels["r_step"].pipeline for s in first[:steps])
+            if logits:
+                assert first[-1].pipeline is kernels["r_head"].pipeline and first[-1].workgroups[0] == 768
+            assert (plan.steps[-1].pipeline is kernels["r_tail"].pipeline) is tail
+
+
 def test_resident_wo_parts_and_sga_checks():
     """wo_parts: heads × parts ATTN workgroups must exist and every part get rows; sga: lanes per position a power
     of two within a subgroup and a head, at most 8 vec4s per lane; its prod holds one head_dim per subgroup."""
