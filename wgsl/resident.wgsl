@@ -67,6 +67,13 @@
 //   head reads the last layer's RF accumulator itself and its workgroup 0 advances st.pos (prefill keeps FINAL).
 // HPRE = 1 (ResidentTuning.hpre): every head invocation loads its first item's 17 embedding words before it reads
 //   the residual, so their latency overlaps the read and the norm.
+// SPREAD = 1 (ResidentTuning.spread; needs ACC, SPLIT and an even N_LAYERS): the copy of the residual into the next
+//   accumulator (RF into RA in QKV, RA into RF in FFN) is shared by all NWG workgroups (acc_owner) instead of
+//   being workgroup 0's, and every workgroup zeroes its share of the slot a step clears at the step's start
+//   (acc_zero_part) instead of workgroup NWG − 1 zeroing all of it at the end.
+// AFIRST = 1 (ResidentTuning.afirst; needs ACC, GRID, an even N_LAYERS, WG ≥ D / 4 and no RD): the loads a step
+//   waits for first are issued before its weight loads instead of after them: QKV and FFN each invocation's 8
+//   accumulator words (acc_words), ATTN q_h and the position.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -117,6 +124,8 @@ override TOUCH: u32 = 0u;                                    // bitmask: what a 
 override RD: u32 = 0u;                                       // 1: accumulator reads spread over the workgroup (acc_fetch)
 override FOLD: u32 = 0u;                                     // 1: the head reads the last residual itself (no FINAL)
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
+override SPREAD: u32 = 0u;                                   // 1: residual copies and zeroing shared by all workgroups
+override AFIRST: u32 = 0u;                                   // 1: accumulator words / q and position before the weights
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -146,6 +155,8 @@ var<workgroup> w_pos: u32;
 const SGV_MAX: u32 = 8u;                                  // SGA: vec4 dims per lane (HEAD_DIM / 4 / SGL) at most
 var<private> p_slot: u32;                                 // ACC: (pos · N_LAYERS + l) % 2, this layer's slot
 var<private> t_v: array<u32, 4>;                         // TOUCH: the touched words, used only by touch_keep
+var<private> aw_pre: array<u32, 8>;                      // AFIRST: this invocation's accumulator words (acc_words)
+var<private> pos_pre: u32;                               // AFIRST: ATTN's invocation 0 has st.pos here
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
@@ -457,6 +468,23 @@ fn acc_val(hi_w: u32, lo: u32) -> f32 {
     return f32(hi) * (1.0 / 256.0) + f32(lo) * (1.0 / 4294967296.0);
 }
 
+// AFIRST: the 8 words (hi of 4 elements, then lo) of vec4 i of accumulator a, and the vec4 they make.
+fn acc_words(a: u32, i: u32) -> array<u32, 8> {
+    var w: array<u32, 8>;
+    if (skip(1u)) { return w; }
+    for (var c = 0u; c < 4u; c++) {
+        w[c] = atomicLoad(&st.tokens[a + 4u * i + c]);
+        w[4u + c] = atomicLoad(&st.tokens[a + D + 4u * i + c]);
+    }
+    return w;
+}
+
+fn acc_words4(w: array<u32, 8>) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) { r[c] = acc_val(w[c], w[4u + c]); }
+    return r;
+}
+
 fn acc_get4(a: u32, i: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     if (skip(1u)) { return r; }
@@ -491,6 +519,19 @@ fn acc_r4(a: u32, i: u32) -> vec4<f32> {
 
 fn acc_zero(a: u32, li: u32) {
     for (var i = li; i < 2u * D; i += WG) { atomicStore(&st.tokens[a + i], 0u); }
+}
+
+// SPREAD: workgroup w's share of acc_zero (ceil(2·D / NWG) words).
+fn acc_zero_part(a: u32, li: u32, w: u32) {
+    let ch = (2u * D + NWG - 1u) / NWG;
+    for (var i = w * ch + li; i < min((w + 1u) * ch, 2u * D); i += WG) { atomicStore(&st.tokens[a + i], 0u); }
+}
+
+// Whether workgroup w of a step copies residual vec4 i into the next accumulator: workgroup 0 all of them, or
+// (SPREAD) every NWG-th one each.
+fn acc_owner(i: u32, w: u32) -> bool {
+    if (SPREAD != 0u) { return i % NWG == w; }
+    return w == 0u;
 }
 
 // GRID = 1: this token's position, read after the caller has issued its weight loads (GRID = 0: the counter's).
@@ -588,19 +629,30 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
         if (tok_phase) {
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
                           embed_at(token, 4u * i + 3u));
+        } else if (AFIRST != 0u) {
+            r = acc_words4(aw_pre);                              // RF of the layer before, vec4 li = i
         } else if (ACC != 0u) {
             r = acc_r4(acc_at(1u, 1u - p_slot), i);               // RF of the layer before
         } else {
             r = sc[o_xm() + i] + partials(i, NWG);
         }
-        if (w == 0u) {
-            if (ACC != 0u) { acc_add4(acc_at(0u, p_slot), i, r); } else { sc[o_x() + i] = r; }
+        if (ACC != 0u) {
+            if (acc_owner(i, w)) { acc_add4(acc_at(0u, p_slot), i, r); }
+        } else if (w == 0u) {
+            sc[o_x() + i] = r;
         }
         ss += dot(r, r);
         xs[xs_at(i)] = r * norm_w(nb, i, li, nw0);
     }
     return 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
 
+}
+
+// split: q_h's vec4 li (li < HEAD_DIM / 4), as the QKV step left it in Q.
+fn q_of(h: u32, li: u32) -> vec4<f32> {
+    let qd = HEAD_DIM / 4u;
+    if (SPLIT != 0u && li < qd) { return sc[o_q() + h * qd + li]; }
+    return vec4<f32>(0.0);
 }
 
 // ATTN(l) for workgroup w < HEADS · WO_PARTS: head h = w / WO_PARTS, and part w % WO_PARTS of the rows of
@@ -622,7 +674,13 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let n_o = onr * ob;
     let orw = (HEADS * HEAD_DIM / 32u) * 5u;
     let omat = lw + OFF_O + or0 * orw;
-    // Weights first: nothing below changes them.
+    let qd = HEAD_DIM / 4u;                                  // vec4s per head
+    var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
+    if (AFIRST != 0u) {
+        q_early = q_of(h, li);
+        if (li == 0u) { pos_pre = st.pos; }
+    }
+    // Weights first (AFIRST: right after q and the position): nothing below changes them.
     var pq0: array<u32, 10>;
     var pq1: array<u32, 10>;
     if (SPLIT == 0u) {
@@ -632,10 +690,15 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let po0 = load5(short_base(min(li, n_o - 1u), omat, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), omat, orw, h * ob, ob));
     let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), omat, orw, h * ob, ob));
-    let qd = HEAD_DIM / 4u;                                  // vec4s per head
-    var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
-    if (SPLIT != 0u && li < qd) { q_early = sc[o_q() + h * qd + li]; }
-    let pos = cur_pos(li, pos_in, l);
+    if (AFIRST == 0u) { q_early = q_of(h, li); }
+    var pos = 0u;
+    if (AFIRST != 0u) {                                      // GRID, N_LAYERS even: p_slot = l % 2
+        if (li == 0u) { w_pos = pos_pre; }
+        pos = workgroupUniformLoad(&w_pos);
+        p_slot = l % 2u;
+    } else {
+        pos = cur_pos(li, pos_in, l);
+    }
     // And the first KV_PRE K and V vec4s this invocation's attention will read (see attn_old / attn_sg for
     // which): the cache of earlier positions is final (split: this position's too), so their latency overlaps
     // everything up to the attention instead of one round trip per round inside it.  (Issuing them before
@@ -911,6 +974,7 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let rw = (D / 32u) * 5u;
     let base = l * L_STRIDE + r0 * rw;
     let n = nr * pairs;
+    if (AFIRST != 0u && l > 0u && li < D / 4u) { aw_pre = acc_words(acc_at(1u, 1u - l % 2u), li); }
     let pre = load10(base + min(li, max(n, 1u) - 1u) * 10u);    // item = (row, pair): rows are contiguous
     let early = st.pos;                                      // GRID, l > 0: only RoPE and the KV write need it
     var pos = pos_in;
@@ -973,6 +1037,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let j0 = select(32u, (f * FB) % 32u, FB < 32u);          // FB < 32: its weights within that one block
     let n_d = D * db;
     let drw = (FFN / 32u) * 5u;
+    if (AFIRST != 0u && li < D / 4u) { aw_pre = acc_words(acc_at(0u, l % 2u), li); }
     let pg0 = load10(long_base(min(li, n_gu - 1u), rows, FB));
     let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
     let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db));
@@ -986,8 +1051,8 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     for (var i = li; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
         if (ACC != 0u) {
-            r = acc_r4(acc_at(0u, p_slot), i);
-            if (f == 0u) { acc_add4(acc_at(1u, p_slot), i, r); }
+            if (AFIRST != 0u) { r = acc_words4(aw_pre); } else { r = acc_r4(acc_at(0u, p_slot), i); }
+            if (acc_owner(i, f)) { acc_add4(acc_at(1u, p_slot), i, r); }
         } else {
             r = sc[o_x() + i] + partials(i, HEADS);
             if (f == 0u) { sc[o_xm() + i] = r; }
@@ -1054,6 +1119,8 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         return;
     }
+    // SPREAD: the slot this step clears (see below), a share per workgroup, first (N_LAYERS even: p_slot = l % 2).
+    if (SPREAD != 0u && ph % per < 2u) { acc_zero_part(acc_at(ph % per, 1u - l % 2u), li, wg.x); }
     if (kind == 2u) {
         if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (kind == 0u) {
@@ -1067,7 +1134,7 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     // ACC: the first step of a layer zeroes the other RA slot (read by the FFN step just before), the second
     // the other RF slot (read by the first step just before).
-    if (ACC != 0u && ph % per < 2u && wg.x == NWG - 1u) {
+    if (ACC != 0u && SPREAD == 0u && ph % per < 2u && wg.x == NWG - 1u) {
         set_slot(li, pos, l);
         acc_zero(acc_at(ph % per, 1u - p_slot), li);
     }
