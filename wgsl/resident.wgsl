@@ -67,10 +67,15 @@
 //   head reads the last layer's RF accumulator itself and its workgroup 0 advances st.pos (prefill keeps FINAL).
 // HPRE = 1 (ResidentTuning.hpre): every head invocation loads its first item's 17 embedding words before it reads
 //   the residual, so their latency overlaps the read and the norm.
-// SPREAD = 1 (ResidentTuning.spread; needs ACC, SPLIT and an even N_LAYERS): the copy of the residual into the next
-//   accumulator (RF into RA in QKV, RA into RF in FFN) is shared by all NWG workgroups (acc_owner) instead of
-//   being workgroup 0's, and every workgroup zeroes its share of the slot a step clears at the step's start
-//   (acc_zero_part) instead of workgroup NWG − 1 zeroing all of it at the end.
+// SPREAD (ResidentTuning.spread, a bitmask; needs ACC, SPLIT and an even N_LAYERS): 1 the copy of the residual into
+//   the next accumulator (RF into RA in QKV, RA into RF in FFN) is shared by all NWG workgroups (acc_owner) instead
+//   of being workgroup 0's; 2 every workgroup zeroes its share of the slot a step clears at the step's start
+//   (acc_zero_part) instead of workgroup NWG − 1 zeroing all of it at the end; 4 (not with 2) the ATTN step's
+//   workgroups without a head (HEADS · WO_PARTS ≤ w < NWG) zero both slots instead (acc_zero_idle), and the QKV
+//   step zeroes nothing.
+// LCOPY = 1 (ResidentTuning.lcopy; needs ACC, SPLIT, WG ≥ D / 4 and not SPREAD & 1): workgroup 0 adds the residual
+//   into the next accumulator (RF into RA in QKV, RA into RF in FFN) at the end of its step, with the step's other
+//   atomics, instead of inside the residual loop before the norm's barrier.
 // AFIRST = 1 (ResidentTuning.afirst; needs ACC, GRID, an even N_LAYERS, WG ≥ D / 4 and no RD): the loads a step
 //   waits for first are issued before its weight loads instead of after them: QKV and FFN each invocation's 8
 //   accumulator words (acc_words), ATTN q_h and the position.
@@ -124,7 +129,8 @@ override TOUCH: u32 = 0u;                                    // bitmask: what a 
 override RD: u32 = 0u;                                       // 1: accumulator reads spread over the workgroup (acc_fetch)
 override FOLD: u32 = 0u;                                     // 1: the head reads the last residual itself (no FINAL)
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
-override SPREAD: u32 = 0u;                                   // 1: residual copies and zeroing shared by all workgroups
+override SPREAD: u32 = 0u;                                   // bitmask: who copies the residual and zeroes slots
+override LCOPY: u32 = 0u;                                    // 1: workgroup 0's residual copy at the step's end
 override AFIRST: u32 = 0u;                                   // 1: accumulator words / q and position before the weights
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 
@@ -157,6 +163,7 @@ var<private> p_slot: u32;                                 // ACC: (pos · N_LAYE
 var<private> t_v: array<u32, 4>;                         // TOUCH: the touched words, used only by touch_keep
 var<private> aw_pre: array<u32, 8>;                      // AFIRST: this invocation's accumulator words (acc_words)
 var<private> pos_pre: u32;                               // AFIRST: ATTN's invocation 0 has st.pos here
+var<private> r_keep: vec4<f32>;                          // LCOPY: this invocation's residual vec4 (i = li)
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
@@ -527,11 +534,29 @@ fn acc_zero_part(a: u32, li: u32, w: u32) {
     for (var i = w * ch + li; i < min((w + 1u) * ch, 2u * D); i += WG) { atomicStore(&st.tokens[a + i], 0u); }
 }
 
+// SPREAD & 4: ATTN(l)'s idle workgroup j of n zeroes its share of RA and RF of slot 1 − l % 2, both read before
+// this step (RA by FFN(l − 1), RF by QKV(l)) and next added into after it (QKV(l + 1), FFN(l + 1)).
+fn acc_zero_idle(l: u32, li: u32, j: u32, n: u32) {
+    let slot = 1u - l % 2u;
+    for (var i = j * WG + li; i < 4u * D; i += n * WG) {
+        if (i < 2u * D) {
+            atomicStore(&st.tokens[acc_at(0u, slot) + i], 0u);
+        } else {
+            atomicStore(&st.tokens[acc_at(1u, slot) + i - 2u * D], 0u);
+        }
+    }
+}
+
 // Whether workgroup w of a step copies residual vec4 i into the next accumulator: workgroup 0 all of them, or
-// (SPREAD) every NWG-th one each.
+// (SPREAD & 1) every NWG-th one each.
 fn acc_owner(i: u32, w: u32) -> bool {
-    if (SPREAD != 0u) { return i % NWG == w; }
-    return w == 0u;
+    if ((SPREAD & 1u) != 0u) { return i % NWG == w; }
+    return w == 0u && LCOPY == 0u;
+}
+
+// LCOPY: workgroup 0's copy of the residual (kept in r_keep) into accumulator a, at the end of its step.
+fn late_copy(a: u32, w: u32, li: u32) {
+    if (LCOPY != 0u && w == 0u && li < D / 4u) { acc_add4(a, li, r_keep); }
 }
 
 // GRID = 1: this token's position, read after the caller has issued its weight loads (GRID = 0: the counter's).
@@ -636,6 +661,7 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
         } else {
             r = sc[o_xm() + i] + partials(i, NWG);
         }
+        r_keep = r;
         if (ACC != 0u) {
             if (acc_owner(i, w)) { acc_add4(acc_at(0u, p_slot), i, r); }
         } else if (w == 0u) {
@@ -1025,6 +1051,7 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
             }
         }
     }
+    late_copy(acc_at(0u, p_slot), w, li);
 }
 
 fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
@@ -1052,6 +1079,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
         var r = vec4<f32>(0.0);
         if (ACC != 0u) {
             if (AFIRST != 0u) { r = acc_words4(aw_pre); } else { r = acc_r4(acc_at(0u, p_slot), i); }
+            r_keep = r;
             if (acc_owner(i, f)) { acc_add4(acc_at(1u, p_slot), i, r); }
         } else {
             r = sc[o_x() + i] + partials(i, HEADS);
@@ -1076,6 +1104,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, fb0, db, pd0, pd1, pd1, 2u, j0); }
     workgroupBarrier();
     if (ACC != 0u) {
+        late_copy(acc_at(1u, p_slot), f, li);
         for (var r = li; r < D; r += WG) { acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }
     } else {
         for (var r = li; r < D; r += WG) { sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
@@ -1119,22 +1148,25 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         return;
     }
-    // SPREAD: the slot this step clears (see below), a share per workgroup, first (N_LAYERS even: p_slot = l % 2).
-    if (SPREAD != 0u && ph % per < 2u) { acc_zero_part(acc_at(ph % per, 1u - l % 2u), li, wg.x); }
+    // SPREAD & 2: the slot this step clears (see below), a share per workgroup, first (N_LAYERS even: p_slot = l % 2).
+    if ((SPREAD & 2u) != 0u && ph % per < 2u) { acc_zero_part(acc_at(ph % per, 1u - l % 2u), li, wg.x); }
     if (kind == 2u) {
         if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (kind == 0u) {
         if (wg.x < HEADS * WO_PARTS && !skip(64u)) {
             attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
-        } else if (touch_on(1u)) {
-            touch_ffn(l, wg.x, li);
+        } else {
+            if ((SPREAD & 4u) != 0u && wg.x >= HEADS * WO_PARTS) {
+                acc_zero_idle(l, li, wg.x - HEADS * WO_PARTS, NWG - HEADS * WO_PARTS);
+            }
+            if (touch_on(1u)) { touch_ffn(l, wg.x, li); }
         }
     } else if (!skip(128u)) {
         ffn(l, wg.x, pos, li, lane, sid, nsg, sgs);
     }
     // ACC: the first step of a layer zeroes the other RA slot (read by the FFN step just before), the second
     // the other RF slot (read by the first step just before).
-    if (ACC != 0u && SPREAD == 0u && ph % per < 2u && wg.x == NWG - 1u) {
+    if (ACC != 0u && (SPREAD & 6u) == 0u && ph % per < 2u && wg.x == NWG - 1u) {
         set_slot(li, pos, l);
         acc_zero(acc_at(ph % per, 1u - p_slot), li);
     }
