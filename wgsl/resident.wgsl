@@ -67,18 +67,6 @@
 //   head reads the last layer's RF accumulator itself and its workgroup 0 advances st.pos (prefill keeps FINAL).
 // HPRE = 1 (ResidentTuning.hpre): every head invocation loads its first item's 17 embedding words before it reads
 //   the residual, so their latency overlaps the read and the norm.
-// SPREAD (ResidentTuning.spread, a bitmask; needs ACC, SPLIT and an even N_LAYERS): 1 the copy of the residual into
-//   the next accumulator (RF into RA in QKV, RA into RF in FFN) is shared by all NWG workgroups (acc_owner) instead
-//   of being workgroup 0's; 2 every workgroup zeroes its share of the slot a step clears at the step's start
-//   (acc_zero_part) instead of workgroup NWG − 1 zeroing all of it at the end; 4 (not with 2) the ATTN step's
-//   workgroups without a head (HEADS · WO_PARTS ≤ w < NWG) zero both slots instead (acc_zero_idle), and the QKV
-//   step zeroes nothing.
-// LCOPY = 1 (ResidentTuning.lcopy; needs ACC, SPLIT, WG ≥ D / 4 and not SPREAD & 1): workgroup 0 adds the residual
-//   into the next accumulator (RF into RA in QKV, RA into RF in FFN) at the end of its step, with the step's other
-//   atomics, instead of inside the residual loop before the norm's barrier.
-// AFIRST = 1 (ResidentTuning.afirst; needs ACC, GRID, an even N_LAYERS, WG ≥ D / 4 and no RD): the loads a step
-//   waits for first are issued before its weight loads instead of after them: QKV and FFN each invocation's 8
-//   accumulator words (acc_words), ATTN q_h and the position.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -129,9 +117,6 @@ override TOUCH: u32 = 0u;                                    // bitmask: what a 
 override RD: u32 = 0u;                                       // 1: accumulator reads spread over the workgroup (acc_fetch)
 override FOLD: u32 = 0u;                                     // 1: the head reads the last residual itself (no FINAL)
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
-override SPREAD: u32 = 0u;                                   // bitmask: who copies the residual and zeroes slots
-override LCOPY: u32 = 0u;                                    // 1: workgroup 0's residual copy at the step's end
-override AFIRST: u32 = 0u;                                   // 1: accumulator words / q and position before the weights
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -161,9 +146,6 @@ var<workgroup> w_pos: u32;
 const SGV_MAX: u32 = 8u;                                  // SGA: vec4 dims per lane (HEAD_DIM / 4 / SGL) at most
 var<private> p_slot: u32;                                 // ACC: (pos · N_LAYERS + l) % 2, this layer's slot
 var<private> t_v: array<u32, 4>;                         // TOUCH: the touched words, used only by touch_keep
-var<private> aw_pre: array<u32, 8>;                      // AFIRST: this invocation's accumulator words (acc_words)
-var<private> pos_pre: u32;                               // AFIRST: ATTN's invocation 0 has st.pos here
-var<private> r_keep: vec4<f32>;                          // LCOPY: this invocation's residual vec4 (i = li)
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
@@ -475,23 +457,6 @@ fn acc_val(hi_w: u32, lo: u32) -> f32 {
     return f32(hi) * (1.0 / 256.0) + f32(lo) * (1.0 / 4294967296.0);
 }
 
-// AFIRST: the 8 words (hi of 4 elements, then lo) of vec4 i of accumulator a, and the vec4 they make.
-fn acc_words(a: u32, i: u32) -> array<u32, 8> {
-    var w: array<u32, 8>;
-    if (skip(1u)) { return w; }
-    for (var c = 0u; c < 4u; c++) {
-        w[c] = atomicLoad(&st.tokens[a + 4u * i + c]);
-        w[4u + c] = atomicLoad(&st.tokens[a + D + 4u * i + c]);
-    }
-    return w;
-}
-
-fn acc_words4(w: array<u32, 8>) -> vec4<f32> {
-    var r = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) { r[c] = acc_val(w[c], w[4u + c]); }
-    return r;
-}
-
 fn acc_get4(a: u32, i: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     if (skip(1u)) { return r; }
@@ -526,37 +491,6 @@ fn acc_r4(a: u32, i: u32) -> vec4<f32> {
 
 fn acc_zero(a: u32, li: u32) {
     for (var i = li; i < 2u * D; i += WG) { atomicStore(&st.tokens[a + i], 0u); }
-}
-
-// SPREAD: workgroup w's share of acc_zero (ceil(2·D / NWG) words).
-fn acc_zero_part(a: u32, li: u32, w: u32) {
-    let ch = (2u * D + NWG - 1u) / NWG;
-    for (var i = w * ch + li; i < min((w + 1u) * ch, 2u * D); i += WG) { atomicStore(&st.tokens[a + i], 0u); }
-}
-
-// SPREAD & 4: ATTN(l)'s idle workgroup j of n zeroes its share of RA and RF of slot 1 − l % 2, both read before
-// this step (RA by FFN(l − 1), RF by QKV(l)) and next added into after it (QKV(l + 1), FFN(l + 1)).
-fn acc_zero_idle(l: u32, li: u32, j: u32, n: u32) {
-    let slot = 1u - l % 2u;
-    for (var i = j * WG + li; i < 4u * D; i += n * WG) {
-        if (i < 2u * D) {
-            atomicStore(&st.tokens[acc_at(0u, slot) + i], 0u);
-        } else {
-            atomicStore(&st.tokens[acc_at(1u, slot) + i - 2u * D], 0u);
-        }
-    }
-}
-
-// Whether workgroup w of a step copies residual vec4 i into the next accumulator: workgroup 0 all of them, or
-// (SPREAD & 1) every NWG-th one each.
-fn acc_owner(i: u32, w: u32) -> bool {
-    if ((SPREAD & 1u) != 0u) { return i % NWG == w; }
-    return w == 0u && LCOPY == 0u;
-}
-
-// LCOPY: workgroup 0's copy of the residual (kept in r_keep) into accumulator a, at the end of its step.
-fn late_copy(a: u32, w: u32, li: u32) {
-    if (LCOPY != 0u && w == 0u && li < D / 4u) { acc_add4(a, li, r_keep); }
 }
 
 // GRID = 1: this token's position, read after the caller has issued its weight loads (GRID = 0: the counter's).
@@ -654,31 +588,19 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
         if (tok_phase) {
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
                           embed_at(token, 4u * i + 3u));
-        } else if (AFIRST != 0u) {
-            r = acc_words4(aw_pre);                              // RF of the layer before, vec4 li = i
         } else if (ACC != 0u) {
             r = acc_r4(acc_at(1u, 1u - p_slot), i);               // RF of the layer before
         } else {
             r = sc[o_xm() + i] + partials(i, NWG);
         }
-        r_keep = r;
-        if (ACC != 0u) {
-            if (acc_owner(i, w)) { acc_add4(acc_at(0u, p_slot), i, r); }
-        } else if (w == 0u) {
-            sc[o_x() + i] = r;
+        if (w == 0u) {
+            if (ACC != 0u) { acc_add4(acc_at(0u, p_slot), i, r); } else { sc[o_x() + i] = r; }
         }
         ss += dot(r, r);
         xs[xs_at(i)] = r * norm_w(nb, i, li, nw0);
     }
     return 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
 
-}
-
-// split: q_h's vec4 li (li < HEAD_DIM / 4), as the QKV step left it in Q.
-fn q_of(h: u32, li: u32) -> vec4<f32> {
-    let qd = HEAD_DIM / 4u;
-    if (SPLIT != 0u && li < qd) { return sc[o_q() + h * qd + li]; }
-    return vec4<f32>(0.0);
 }
 
 // ATTN(l) for workgroup w < HEADS · WO_PARTS: head h = w / WO_PARTS, and part w % WO_PARTS of the rows of
@@ -700,13 +622,7 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let n_o = onr * ob;
     let orw = (HEADS * HEAD_DIM / 32u) * 5u;
     let omat = lw + OFF_O + or0 * orw;
-    let qd = HEAD_DIM / 4u;                                  // vec4s per head
-    var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
-    if (AFIRST != 0u) {
-        q_early = q_of(h, li);
-        if (li == 0u) { pos_pre = st.pos; }
-    }
-    // Weights first (AFIRST: right after q and the position): nothing below changes them.
+    // Weights first: nothing below changes them.
     var pq0: array<u32, 10>;
     var pq1: array<u32, 10>;
     if (SPLIT == 0u) {
@@ -716,15 +632,10 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let po0 = load5(short_base(min(li, n_o - 1u), omat, orw, h * ob, ob));
     let po1 = load5(short_base(min(li + WG, n_o - 1u), omat, orw, h * ob, ob));
     let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), omat, orw, h * ob, ob));
-    if (AFIRST == 0u) { q_early = q_of(h, li); }
-    var pos = 0u;
-    if (AFIRST != 0u) {                                      // GRID, N_LAYERS even: p_slot = l % 2
-        if (li == 0u) { w_pos = pos_pre; }
-        pos = workgroupUniformLoad(&w_pos);
-        p_slot = l % 2u;
-    } else {
-        pos = cur_pos(li, pos_in, l);
-    }
+    let qd = HEAD_DIM / 4u;                                  // vec4s per head
+    var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
+    if (SPLIT != 0u && li < qd) { q_early = sc[o_q() + h * qd + li]; }
+    let pos = cur_pos(li, pos_in, l);
     // And the first KV_PRE K and V vec4s this invocation's attention will read (see attn_old / attn_sg for
     // which): the cache of earlier positions is final (split: this position's too), so their latency overlaps
     // everything up to the attention instead of one round trip per round inside it.  (Issuing them before
@@ -1000,7 +911,6 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let rw = (D / 32u) * 5u;
     let base = l * L_STRIDE + r0 * rw;
     let n = nr * pairs;
-    if (AFIRST != 0u && l > 0u && li < D / 4u) { aw_pre = acc_words(acc_at(1u, 1u - l % 2u), li); }
     let pre = load10(base + min(li, max(n, 1u) - 1u) * 10u);    // item = (row, pair): rows are contiguous
     let early = st.pos;                                      // GRID, l > 0: only RoPE and the KV write need it
     var pos = pos_in;
@@ -1051,7 +961,6 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
             }
         }
     }
-    late_copy(acc_at(0u, p_slot), w, li);
 }
 
 fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
@@ -1064,7 +973,6 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let j0 = select(32u, (f * FB) % 32u, FB < 32u);          // FB < 32: its weights within that one block
     let n_d = D * db;
     let drw = (FFN / 32u) * 5u;
-    if (AFIRST != 0u && li < D / 4u) { aw_pre = acc_words(acc_at(0u, l % 2u), li); }
     let pg0 = load10(long_base(min(li, n_gu - 1u), rows, FB));
     let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
     let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db));
@@ -1078,9 +986,8 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     for (var i = li; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
         if (ACC != 0u) {
-            if (AFIRST != 0u) { r = acc_words4(aw_pre); } else { r = acc_r4(acc_at(0u, p_slot), i); }
-            r_keep = r;
-            if (acc_owner(i, f)) { acc_add4(acc_at(1u, p_slot), i, r); }
+            r = acc_r4(acc_at(0u, p_slot), i);
+            if (f == 0u) { acc_add4(acc_at(1u, p_slot), i, r); }
         } else {
             r = sc[o_x() + i] + partials(i, HEADS);
             if (f == 0u) { sc[o_xm() + i] = r; }
@@ -1104,7 +1011,6 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, fb0, db, pd0, pd1, pd1, 2u, j0); }
     workgroupBarrier();
     if (ACC != 0u) {
-        late_copy(acc_at(1u, p_slot), f, li);
         for (var r = li; r < D; r += WG) { acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }
     } else {
         for (var r = li; r < D; r += WG) { sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
@@ -1148,25 +1054,20 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         return;
     }
-    // SPREAD & 2: the slot this step clears (see below), a share per workgroup, first (N_LAYERS even: p_slot = l % 2).
-    if ((SPREAD & 2u) != 0u && ph % per < 2u) { acc_zero_part(acc_at(ph % per, 1u - l % 2u), li, wg.x); }
     if (kind == 2u) {
         if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (kind == 0u) {
         if (wg.x < HEADS * WO_PARTS && !skip(64u)) {
             attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
-        } else {
-            if ((SPREAD & 4u) != 0u && wg.x >= HEADS * WO_PARTS) {
-                acc_zero_idle(l, li, wg.x - HEADS * WO_PARTS, NWG - HEADS * WO_PARTS);
-            }
-            if (touch_on(1u)) { touch_ffn(l, wg.x, li); }
+        } else if (touch_on(1u)) {
+            touch_ffn(l, wg.x, li);
         }
     } else if (!skip(128u)) {
         ffn(l, wg.x, pos, li, lane, sid, nsg, sgs);
     }
     // ACC: the first step of a layer zeroes the other RA slot (read by the FFN step just before), the second
     // the other RF slot (read by the first step just before).
-    if (ACC != 0u && (SPREAD & 6u) == 0u && ph % per < 2u && wg.x == NWG - 1u) {
+    if (ACC != 0u && ph % per < 2u && wg.x == NWG - 1u) {
         set_slot(li, pos, l);
         acc_zero(acc_at(ph % per, 1u - p_slot), li);
     }

@@ -115,15 +115,7 @@ class ResidentTuning:
     invocations loading 8 atomic words each.  fold: 1 (with acc, grid and an even layer count) drops FINAL
     from decode: the head reads the last residual from its accumulator and advances the position itself, one
     dispatch a token less.  hpre: 1 has every head invocation load its first item's embedding words before it
-    reads the residual.  spread (bitmask 0..7; with acc, split and an even layer count): 1 shares the copy of the
-    residual into the next accumulator among all NWG workgroups instead of workgroup 0 doing it; 2 has every
-    workgroup zero its share of the slot a step clears at the step's start instead of the last workgroup zeroing it
-    all at the end; 4 (not with 2) has the ATTN step's workgroups without a head zero both slots instead.
-    lcopy: 1 (with acc, split, wg ≥ d_model / 4 and not spread bit 1) has workgroup 0 add the residual into the next
-    accumulator at the end of its step, with the step's other atomics, instead of inside the residual loop.
-    afirst: 1 (with acc, split, grid, an even layer count, wg ≥ d_model / 4 and no rd) issues the loads a step waits
-    for first before its weight loads instead of after them: the accumulator words in the Q|K|V and FFN steps,
-    q_h and the position in the ATTN step.
+    reads the residual.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -144,9 +136,6 @@ class ResidentTuning:
     rd: int = 0
     fold: int = 0
     hpre: int = 0
-    spread: int = 0
-    afirst: int = 0
-    lcopy: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -215,31 +204,14 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.afirst, self.lcopy)) or not 0 <= self.spread < 8 or \
+                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre, afirst and lcopy 0 or 1, spread 0..7, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, "
-                             "touch 0..15)")
+                             "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch 0..15)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
                              f"(acc={self.acc}, grid={self.grid}, {cfg.n_layers} layers)")
-        if self.spread and (not self.acc or not self.split or cfg.n_layers % 2):
-            raise ValueError(f"resident: spread={self.spread} needs acc and split on and an even number of layers "
-                             f"(acc={self.acc}, split={self.split}, {cfg.n_layers} layers)")
-        if self.spread & 4 and (self.spread & 2 or self.nwg(cfg) <= cfg.n_heads * self.wo_parts):
-            raise ValueError(f"resident: spread bit 4 (the ATTN step's idle workgroups zero the slots) excludes bit 2 "
-                             f"and needs workgroups without a head ({self.nwg(cfg)} ≤ {cfg.n_heads} heads × "
-                             f"{self.wo_parts} parts)")
-        if self.lcopy and (not self.acc or not self.split or self.spread & 1 or self.wg < cfg.d_model // 4):
-            raise ValueError(f"resident: lcopy=1 needs acc and split on, spread bit 1 off and wg ≥ d_model / 4 = "
-                             f"{cfg.d_model // 4} (acc={self.acc}, split={self.split}, spread={self.spread}, wg={self.wg})")
-        if self.afirst and (not self.acc or not self.split or not self.grid or self.rd or cfg.n_layers % 2
-                            or self.wg < cfg.d_model // 4):
-            raise ValueError(f"resident: afirst=1 needs acc, split and grid on, rd off, an even number of layers and "
-                             f"wg ≥ d_model / 4 = {cfg.d_model // 4} (acc={self.acc}, split={self.split}, "
-                             f"grid={self.grid}, rd={self.rd}, {cfg.n_layers} layers, wg={self.wg})")
         lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
@@ -385,7 +357,6 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "SPREAD": t.spread, "AFIRST": t.afirst, "LCOPY": t.lcopy,
                        "ACCW": t.accw(c)})
         modules: dict = {}
         for entry in ("step", "head", "tail"):

@@ -135,12 +135,12 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
     assert r["dispatch_count_ok"] is True
 
 
-@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"wg": 192, "acc": 1, "grid": 1, "split": 1, "kv_pre": 5, "spread": 2, "afirst": 1, "lcopy": 1}',
+@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}',
                                     '{"grid": 1, "split": 1, "sga": 1, "wo_parts": 2}',
                                     '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1,'
                                     ' "touch": 15, "rd": 1, "fold": 1, "hpre": 1}',
                                     '{"fb": 8, "acc": 1, "wv": 1}', '{"fb": 16}',
-                                    '{"fb": 16, "acc": 2, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "spread": 5}',
+                                    '{"fb": 16, "acc": 2, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3}',
                                     '{"wg": 128, "head_wg": 64, "acc": 2, "grid": 1, "rd": 1, "fold": 1, "hpre": 1}'])
 def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     """acc (residual sums as fixed-point atomics, two slots per accumulator zeroed one dispatch after their
@@ -151,11 +151,7 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     vectors gathered).  touch (loads whose values only feed a store nothing reads) leaves the tokens alone.
     rd (accumulators read through workgroup memory) and fold (no FINAL: the head reads the last residual and
     advances the position) give the same tokens, fold with one dispatch a token less; so does hpre (the head's
-    first embedding words loaded before the residual), and so does spread (the residual copies shared by every
-    workgroup: 96 workgroups owning 1–2 vec4s of the residual, 5; the slots zeroed by a share per workgroup at the
-    step's start, 2, or by the 69 ATTN workgroups without a head, 4), afirst (accumulator words, q and the position
-    loaded before the weights) and lcopy (workgroup 0's residual copy at the end of its step; these two with 192
-    invocations ≥ d_model / 4)."""
+    first embedding words loaded before the residual)."""
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
                                     "k": 3, "resident_tuning": tuning})
     (r,) = out["plans"]

@@ -425,7 +425,7 @@ def test_resident_split_steps():
     assert plans.declared_costs("resident", 30, k=4, split=1)["dispatches_per_token"] == (92 * 4 + 1) / 4
 
 
-def test_resident_fold_rd_spread_afirst_and_lcopy():
+def test_resident_fold_and_rd():
     """fold leaves FINAL out of decode (the head does its work): one dispatch a token less, and only where the
     head can find the last residual without the position (acc, grid, an even layer count); rd costs 2·d_model
     words of workgroup memory."""
@@ -440,43 +440,9 @@ def test_resident_fold_rd_spread_afirst_and_lcopy():
             dataclasses.replace(ok, **bad).check(cfg, 32)
     with pytest.raises(ValueError, match="even number of layers"):
         ok.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    with pytest.raises(ValueError, match="afirst and lcopy 0 or 1"):
+    with pytest.raises(ValueError, match="fold and hpre 0 or 1"):
         dataclasses.replace(ok, rd=2).check(cfg, 32)
     assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
-    # spread: the residual copies and the zeroing shared by every workgroup, which needs acc, split (every workgroup
-    # of the first step reads the residual) and an even layer count (the slot from the layer alone)
-    sp = resident.ResidentTuning(wg=512, fb=16, split=1, acc=2, grid=1, spread=1)
-    sp.check(cfg, 32)
-    for bad in ({"acc": 0}, {"split": 0}):
-        with pytest.raises(ValueError, match="spread=1 needs acc and split"):
-            dataclasses.replace(sp, **bad).check(cfg, 32)
-    with pytest.raises(ValueError, match="even number of layers"):
-        sp.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    with pytest.raises(ValueError, match="spread 0..7"):
-        dataclasses.replace(sp, spread=8).check(cfg, 32)
-    for ok_bits in (1, 2, 3, 4, 5):
-        dataclasses.replace(sp, spread=ok_bits, wo_parts=10).check(cfg, 32)        # 90 of 96 workgroups with a head
-    with pytest.raises(ValueError, match="excludes bit 2"):
-        dataclasses.replace(sp, spread=6).check(cfg, 32)
-    dataclasses.replace(sp, spread=4, fb=32, wo_parts=5).check(cfg, 32)             # 45 of 48 have a head
-    with pytest.raises(ValueError, match="needs workgroups without a head"):     # 90 of 90
-        dataclasses.replace(sp, spread=4, wo_parts=10).check(SimpleNamespace(**{**vars(cfg), "ffn": 1440}), 32)
-    # afirst: each invocation holds at most one residual vec4's accumulator words, and the slot comes from the layer
-    af = dataclasses.replace(sp, afirst=1, spread=0)
-    af.check(cfg, 32)
-    for bad in ({"acc": 0}, {"split": 0}, {"grid": 0}, {"rd": 1}, {"wg": 128, "fb": 16}):
-        with pytest.raises(ValueError, match="afirst=1 needs acc, split and grid on, rd off"):
-            dataclasses.replace(af, **bad).check(cfg, 32)
-    with pytest.raises(ValueError, match="afirst=1 needs"):
-        af.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    # lcopy: workgroup 0 keeps one residual vec4 per invocation for its late copy; spread bit 1 copies elsewhere
-    lc = dataclasses.replace(sp, spread=4, lcopy=1, wo_parts=10)
-    lc.check(cfg, 32)
-    for bad in ({"acc": 0, "spread": 0}, {"split": 0, "spread": 0}, {"spread": 5}, {"wg": 128}):
-        with pytest.raises(ValueError, match="lcopy=1 needs acc and split on, spread bit 1 off"):
-            dataclasses.replace(lc, **bad).check(cfg, 32)
-    with pytest.raises(ValueError, match="afirst and lcopy 0 or 1"):
-        dataclasses.replace(lc, lcopy=2).check(cfg, 32)
 
 
 def test_resident_block_plan_matches_the_declared_count():
@@ -548,7 +514,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
     for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
-        with pytest.raises(ValueError, match="afirst and lcopy 0 or 1, spread 0..7, acc 0..2"):
+        with pytest.raises(ValueError, match="fold and hpre 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
