@@ -135,7 +135,7 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
     assert r["dispatch_count_ok"] is True
 
 
-@pytest.mark.parametrize("tuning", ['{"acc": 1}', '{"grid": 1}', '{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}',
+@pytest.mark.parametrize("tuning", ['{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}',
                                     '{"grid": 1, "split": 1, "sga": 1, "wo_parts": 2}',
                                     '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1,'
                                     ' "touch": 15, "rd": 1, "fold": 1, "hpre": 1}',
@@ -151,7 +151,8 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     vectors gathered).  touch (loads whose values only feed a store nothing reads) leaves the tokens alone.
     rd (accumulators read through workgroup memory) and fold (no FINAL: the head reads the last residual and
     advances the position) give the same tokens, fold with one dispatch a token less; so does hpre (the head's
-    first embedding words loaded before the residual)."""
+    first embedding words loaded before the residual).  acc without grid or split is the fb 8 row, grid without
+    acc the wo_parts 2 row, grid without split the wg 128 row."""
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
                                     "k": 3, "resident_tuning": tuning})
     (r,) = out["plans"]
