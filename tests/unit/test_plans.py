@@ -452,10 +452,9 @@ def test_resident_block_plan_matches_the_declared_count():
     for fold in (0, 1):
         t = resident.ResidentTuning(wg=512, fb=16, split=1, acc=1, grid=1, fold=fold)
         kernels = {k: SimpleNamespace(pipeline=object()) for k in ("r_step", "r_head", "r_tail")}
-        m = SimpleNamespace(cfg=cfg, resident_tuning=t, _plans={}, kernels=kernels, act={}, weights={}, ctx=256,
-                            group=lambda *a: "bind group")
-        m.act = {k: k for k in ("resident_state", "rope", "k_cache", "v_cache", "resident_scratch")}
-        m.weights = {k: k for k in ("layers", "norms", "token_embd")}
+        m = SimpleNamespace(cfg=cfg, resident_tuning=t, _plans={}, kernels=kernels, ctx=256,
+                            act={k: k for k in ("resident_state", "rope", "k_cache", "v_cache", "resident_scratch")},
+                            weights={k: k for k in ("layers", "norms", "token_embd")}, group=lambda *a: "bind group")
         for logits, tail, length in ((True, True, 3), (False, False, 2), (True, False, 1)):
             plan = resident.block_plan(m, length, logits, tail)
             assert len(plan) == length * resident.dispatch_count(30, logits, 1, fold) + tail
