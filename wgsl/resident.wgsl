@@ -67,6 +67,12 @@
 //   head reads the last layer's RF accumulator itself and its workgroup 0 advances st.pos (prefill keeps FINAL).
 // HPRE = 1 (ResidentTuning.hpre): every head invocation loads its first item's 17 embedding words before it reads
 //   the residual, so their latency overlaps the read and the norm.
+// DN (ResidentTuning.dn), a bitmask: 1: rmsnorm's Σ r² leaves one partial per subgroup in red_n, published by the
+//   barrier that publishes xs, and the scale is summed after the matvec's barrier (it is applied per row after the
+//   dot products anyway) instead of by wg_sum's two barriers before the matvec.  Same sums, same order: the same
+//   bits.  2: the Q4_1 block sums bs by subgroup shuffles in the residual loop (vec4 i of xs on lane i % 8 of a
+//   subgroup), so no block_sums pass and no barrier of its own (needs subgroups ≥ 8 wide dividing WG, D/4 ≤ WG;
+//   else block_sums as before).  A different summation order for bs: rounding may differ.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -118,6 +124,7 @@ override RD: u32 = 0u;                                       // 1: accumulator r
 override FOLD: u32 = 0u;                                     // 1: the head reads the last residual itself (no FINAL)
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
+override DN: u32 = 0u;                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
@@ -138,6 +145,7 @@ var<workgroup> q4: array<vec4<f32>, HEAD_DIM / 4u>;       // rotated q_h
 var<workgroup> vec_b: array<f32, WG + WG / 32u>;          // attention probabilities of a chunk; o_h, a (padded: vb_at)
 var<workgroup> red: array<f32, WG / 4u>;                  // one partial per subgroup (subgroups ≥ 4 wide)
 var<workgroup> redu: array<u32, WG / 4u>;
+var<workgroup> red_n: array<f32, WG / 4u>;                // DN: each subgroup's Σ r² of rmsnorm (norm_end)
 var<workgroup> accw: array<u32, ACCW>;                   // RD: an accumulator's words (hi[D] | lo[D])
 var<workgroup> w_step: u32;                               // broadcast slots (workgroupUniformLoad), one
 var<workgroup> w_plen: u32;                               // per value so that no slot is rewritten
@@ -252,13 +260,54 @@ fn q41_xs(w0: u32, w: vec4<u32>, xb: u32) -> f32 {
 }
 
 // bs[b] = Σ xs over block b, once per dispatch instead of once per row (same summation order as before).
-fn block_sums(li: u32) {
+// Its barrier publishes bs (and, with DN, xs and red_n); DN bit 1 without bs_shuffle needs one first for xs.
+fn block_sums(li: u32, sgs: u32) {
+    if (dn_bs(sgs)) {
+        workgroupBarrier();
+        return;
+    }
+    if (dn_on(1u)) { workgroupBarrier(); }
     for (var b = li; b < D / 32u; b += WG) {
         var sx = vec4<f32>(0.0);
         for (var q = 0u; q < 4u; q++) { sx += xs[xs_at(b * 8u + q)] + xs[xs_at(b * 8u + 4u + q)]; }
         bs[b] = sx.x + sx.y + sx.z + sx.w;
     }
     workgroupBarrier();
+}
+
+// DN (see the header).
+fn dn_on(bit: u32) -> bool { return (DN & bit) != 0u; }
+fn dn_bs(sgs: u32) -> bool { return dn_on(2u) && sgs >= 8u && WG % sgs == 0u && D / 4u <= WG; }
+
+// The xs vec4 a residual loop starts at: li, or with bs_shuffle the invocation's place in its subgroup's run of lanes.
+fn res_idx(li: u32, lane: u32, sid: u32, sgs: u32) -> u32 { return select(li, sid * sgs + lane, dn_bs(sgs)); }
+
+// DN bit 2: bs of the block whose vec4 i0 (res_idx) this invocation wrote as xv (8 lanes per block).
+fn bs_shuffle(xv: vec4<f32>, i0: u32, lane: u32, sgs: u32) {
+    if (!dn_bs(sgs)) { return; }
+    var t = xv.x + xv.y + xv.z + xv.w;
+    t += subgroupShuffleXor(t, 1u);
+    t += subgroupShuffleXor(t, 2u);
+    t += subgroupShuffleXor(t, 4u);
+    if (lane % 8u == 0u && i0 < D / 4u) { bs[i0 / 8u] = t; }
+}
+
+// rmsnorm's scale from Σ r²: now (wg_sum), or with DN bit 1 each subgroup's partial into red_n and 0 (norm_scale
+// after the next barrier gives the scale).
+fn norm_end(ss: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
+    if (dn_on(1u)) {
+        let s = subgroupAdd(ss);
+        if (lane == 0u) { red_n[sid] = s; }
+        return 0.0;
+    }
+    return 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
+}
+
+fn norm_scale(scale: f32, lane: u32, nsg: u32, sgs: u32) -> f32 {
+    if (!dn_on(1u)) { return scale; }
+    var t = 0.0;
+    for (var i = lane; i < nsg; i += sgs) { t += red_n[i]; }
+    return 1.0 / sqrt(subgroupAdd(t) / f32(D) + EPS);
 }
 
 // Same with the vector in vec_b[vb·32 ..] (the short matvecs: output and down projection slices).
@@ -580,10 +629,12 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
     }
     if (!tok_phase && ACC == 0u) { gather(li, o_pf(), NWG); }
     let nb = (l * N_STRIDE) / 4u;
-    let nw0 = nw[nb + min(li, D / 4u - 1u)];                // RD: asked for before the barrier of acc_fetch
+    let i0 = res_idx(li, lane, sid, sgs);
+    let nw0 = nw[nb + min(i0, D / 4u - 1u)];                // RD: asked for before the barrier of acc_fetch
     if (!tok_phase && ACC != 0u) { acc_fetch(acc_at(1u, 1u - p_slot), li); }
     var ss = 0.0;
-    for (var i = li; i < D / 4u; i += WG) {
+    var xv = vec4<f32>(0.0);
+    for (var i = i0; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
         if (tok_phase) {
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
@@ -597,9 +648,11 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
             if (ACC != 0u) { acc_add4(acc_at(0u, p_slot), i, r); } else { sc[o_x() + i] = r; }
         }
         ss += dot(r, r);
-        xs[xs_at(i)] = r * norm_w(nb, i, li, nw0);
+        xv = r * norm_w(nb, i, i0, nw0);
+        xs[xs_at(i)] = xv;
     }
-    return 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);   // its barrier publishes xs
+    bs_shuffle(xv, i0, lane, sgs);
+    return norm_end(ss, lane, sid, nsg, sgs);               // DN = 0: its barrier publishes xs
 
 }
 
@@ -654,11 +707,12 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     if (touch_on(1u)) { touch_ffn(l, w, li); }
 
     if (SPLIT == 0u) {
-        let q_scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
+        let q_part = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
         // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
-        block_sums(li);
+        block_sums(li, sgs);
         if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1); }
         workgroupBarrier();
+        let q_scale = norm_scale(q_part, lane, nsg, sgs);
         for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * q_scale; }
         workgroupBarrier();
 
@@ -916,7 +970,7 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     var pos = pos_in;
     let wait_pos = l == 0u || slot_needs_pos();             // the token pick (l = 0) needs it uniform
     if (wait_pos) { pos = cur_pos(li, pos_in, l); } else { set_slot(li, pos_in, l); }
-    let scale = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
+    let part = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
     if (touch_on(4u)) {
         let kvd4 = KV_HEADS * HEAD_DIM / 4u;
         touch_kv(l * ctx * kvd4, select(pos, early, !wait_pos) * kvd4, w, li);
@@ -927,12 +981,13 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let i_own = ((r0 + 2u * li) % HEAD_DIM) / 2u;
     var cs_own = vec2<f32>(1.0, 0.0);
     if (2u * li < nr) { cs_own = rope[pos * (ROPE_DIM / 2u) + min(i_own, ROPE_DIM / 2u - 1u)]; }
-    block_sums(li);
+    block_sums(li, sgs);
     if (!skip(2u)) {
         if (li < n) { prod[li] = long_dot(pre, li); }
         for (var it = li + WG; it < n; it += WG) { prod[it] = long_dot(load10(base + it * 10u), it); }
     }
     workgroupBarrier();
+    let scale = norm_scale(part, lane, nsg, sgs);
     let kvd = KV_HEADS * HEAD_DIM;
     for (var j = 2u * li; j < nr; j += 2u * WG) {
         let row = r0 + j;                                    // even; row + 1 is its RoPE partner
@@ -980,10 +1035,12 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     set_slot(li, pos, l);
 
     let nb = (l * N_STRIDE + NOFF_FFN) / 4u;
-    let nw0 = nw[nb + min(li, D / 4u - 1u)];
+    let i0 = res_idx(li, lane, sid, sgs);
+    let nw0 = nw[nb + min(i0, D / 4u - 1u)];
     if (ACC == 0u) { gather(li, o_pa(), HEADS); } else { acc_fetch(acc_at(0u, p_slot), li); }
     var ss = 0.0;
-    for (var i = li; i < D / 4u; i += WG) {
+    var xv = vec4<f32>(0.0);
+    for (var i = i0; i < D / 4u; i += WG) {
         var r = vec4<f32>(0.0);
         if (ACC != 0u) {
             r = acc_r4(acc_at(0u, p_slot), i);
@@ -993,14 +1050,17 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
             if (f == 0u) { sc[o_xm() + i] = r; }
         }
         ss += dot(r, r);
-        xs[xs_at(i)] = r * norm_w(nb, i, li, nw0);
+        xv = r * norm_w(nb, i, i0, nw0);
+        xs[xs_at(i)] = xv;
     }
+    bs_shuffle(xv, i0, lane, sgs);
     if (touch_on(2u) && l + 1u < N_LAYERS) { touch_w((l + 1u) * L_STRIDE, select(OFF_O, OFF_GATE, touch_on(8u)), f, li); }
-    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
+    let part = norm_end(ss, lane, sid, nsg, sgs);
 
-    block_sums(li);
+    block_sums(li, sgs);
     if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1); }
     workgroupBarrier();
+    let scale = norm_scale(part, lane, nsg, sgs);
     for (var i = li; i < FB; i += WG) {                     // gate row i and up row i: one barrier less
         let gt = row_sum(i, D / 64u) * scale;
         vec_b[vb_at(i)] = gt / (1.0 + exp(-gt)) * (row_sum(FB + i, D / 64u) * scale);
@@ -1102,7 +1162,8 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         ss += dot(r, r);
         xs[xs_at(i)] = r * norm_w(NOFF_OUT / 4u, i, li, nw0);
     }
-    let scale = 1.0 / sqrt(wg_sum(ss, lane, sid, nsg, sgs) / f32(D) + EPS);
+    let part = norm_end(ss, lane, sid, nsg, sgs);
+    if (dn_on(1u)) { workgroupBarrier(); }                   // xs (wg_sum's barrier did it)
     for (var it = li; it < n_it; it += WG) {
         if (HPRE != 0u && it == li) {
             prod[it] = q80_dot(pre, it % pairs);
@@ -1111,6 +1172,7 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
     }
     workgroupBarrier();
+    let scale = norm_scale(part, lane, nsg, sgs);
     var v = -BIG;
     var idx = 0xffffffffu;
     for (var r = li; r < HEAD_ROWS; r += WG) {              // rows in increasing order: > keeps the lowest
