@@ -118,7 +118,9 @@ class ResidentTuning:
     reads the residual.  dn (bitmask, 0..3): 1 sums rmsnorm's Σ r² across subgroups after the matvec's barrier
     (the scale is applied after the dot products) instead of with two barriers of its own before the matvec, same
     bits; 2 computes the Q4_1 block sums by subgroup shuffles in the residual loop, without a pass and barrier
-    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).
+    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  kvh: 1 keeps the K/V cache in
+    f16 (two values to a word, math in f32), so the attention loads half the bytes; the cache then differs from
+    the other plans' f32 cache by one rounding per value.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -140,6 +142,7 @@ class ResidentTuning:
     fold: int = 0
     hpre: int = 0
     dn: int = 0
+    kvh: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -208,11 +211,12 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
+                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
+                                              self.kvh)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold, hpre and kvh 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -362,7 +366,7 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn})
+                       "ACCW": t.accw(c), "DN": t.dn, "KVH": t.kvh})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts

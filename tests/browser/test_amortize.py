@@ -135,14 +135,14 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
     assert r["dispatch_count_ok"] is True
 
 
-@pytest.mark.parametrize("tuning", ['{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5}',
+@pytest.mark.parametrize("tuning", ['{"acc": 1, "grid": 1, "split": 1, "kv_pre": 5, "kvh": 1}',
                                     '{"grid": 1, "split": 1, "sga": 1, "wo_parts": 2}',
                                     '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1,'
-                                    ' "touch": 15, "rd": 1, "fold": 1, "hpre": 1, "dn": 3}',
+                                    ' "touch": 15, "rd": 1, "fold": 1, "hpre": 1, "dn": 3, "kvh": 1}',
                                     '{"fb": 8, "acc": 1, "wv": 1}', '{"fb": 16}',
                                     '{"fb": 16, "acc": 2, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3}',
                                     '{"wg": 128, "head_wg": 64, "acc": 2, "grid": 1, "rd": 1, "fold": 1, "hpre": 1,'
-                                    ' "dn": 1}'])
+                                    ' "dn": 1, "kvh": 1}'])
 def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     """acc (residual sums as fixed-point atomics, two slots per accumulator zeroed one dispatch after their
     read) and grid (the step from the workgroup count, the position from the state): same tokens over a
@@ -154,7 +154,9 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     advances the position) give the same tokens, fold with one dispatch a token less; so does hpre (the head's
     first embedding words loaded before the residual), and dn (the norm's cross-subgroup sum after the matvec;
     its bit 2, block sums by shuffles, needs subgroups ≥ 8 wide and falls back to the block_sums pass on
-    SwiftShader's 4).  acc without grid or split is the fb 8 row, grid without
+    SwiftShader's 4), and kvh (the K/V cache in f16: the same tokens here, with the attention loop reading the
+    cache in the kv_pre 5 row, the touch loads in the touch 15 row, and this position's K/V from workgroup
+    memory without split in the wg 128 row).  acc without grid or split is the fb 8 row, grid without
     acc the wo_parts 2 row, grid without split the wg 128 row."""
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js",
                                     "k": 3, "resident_tuning": tuning})
