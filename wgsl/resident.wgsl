@@ -73,6 +73,9 @@
 //   bits.  2: the Q4_1 block sums bs by subgroup shuffles in the residual loop (vec4 i of xs on lane i % 8 of a
 //   subgroup), so no block_sums pass and no barrier of its own (needs subgroups ≥ 8 wide dividing WG, D/4 ≤ WG;
 //   else block_sums as before).  A different summation order for bs: rounding may differ.
+// SGB = 1 (ResidentTuning.sgb): attn_sg takes the positions whose K/V were prefetched (KV_PRE / sgv per slot) out of
+//   its loop: their scores all at once, then the loop's online updates in the loop's order (the same bits), so a
+//   longer context no longer adds a round of dependent shuffles and exponentials per WG / SGL positions.
 // KVH = 1 (ResidentTuning.kvh): the K/V cache holds f16 (pack2x16float; the math stays f32), so the attention
 //   loads half the bytes.  The cache then differs from the other plans' f32 cache by one rounding per value.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
@@ -127,6 +130,7 @@ override FOLD: u32 = 0u;                                     // 1: the head read
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 override KVH: u32 = 0u;                                      // 1: the K/V cache in f16 (kv_vec)
+override SGB: u32 = 0u;                                      // 1: attn_sg's prefetched positions outside its loop
 override DN: u32 = 0u;                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -925,7 +929,39 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     var m = -BIG;
     var lsum = 0.0;
     let kmax = select((n + slots - 1u) / slots, 0u, skip(4u));   // the same for every slot: uniform shuffles
-    for (var k = 0u; k < kmax; k++) {
+    var k0 = 0u;
+    if (SGB != 0u) {
+        // The slot's first KV_PRE / sgv positions, whose K and V are in registers, outside the loop: all their
+        // scores first (independent dot products and shuffles, nothing to wait for in between), then the same
+        // online updates in the same order as the loop's (the same bits); the loop does the rest.
+        var dk: array<f32, 8>;
+        for (var k = 0u; k < 8u; k++) {                      // constant bounds: unrolled
+            if (k < KV_PRE / sgv) {
+                var d = 0.0;
+                for (var j = 0u; j < SGV_MAX; j++) {
+                    if (j < sgv) { d += dot(qv[j], kv_at(0u, slot + k * slots, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf)); }
+                }
+                for (var o = 1u; o < SGL; o <<= 1u) { d += subgroupShuffleXor(d, o); }
+                dk[k] = d;                                   // 0 where t ≥ n (K not loaded: zeros)
+            }
+        }
+        for (var k = 0u; k < 8u; k++) {
+            let t = slot + k * slots;
+            if (k < KV_PRE / sgv && k < kmax && t < n) {
+                let s = dk[k] * inv;
+                let m_new = max(m, s);
+                let corr = exp(m - m_new);
+                let p = exp(s - m_new);
+                lsum = lsum * corr + p;
+                for (var j = 0u; j < SGV_MAX; j++) {
+                    if (j < sgv) { acc[j] = acc[j] * corr + p * kv_at(1u, t, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf); }
+                }
+                m = m_new;
+            }
+        }
+        k0 = min(KV_PRE / sgv, kmax);
+    }
+    for (var k = k0; k < kmax; k++) {
         let t = slot + k * slots;
         let ok = t < n;
         var d = 0.0;

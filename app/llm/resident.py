@@ -120,7 +120,9 @@ class ResidentTuning:
     bits; 2 computes the Q4_1 block sums by subgroup shuffles in the residual loop, without a pass and barrier
     of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  kvh: 1 keeps the K/V cache in
     f16 (two values to a word, math in f32), so the attention loads half the bytes; the cache then differs from
-    the other plans' f32 cache by one rounding per value.
+    the other plans' f32 cache by one rounding per value.  sgb: 1 takes the positions whose K/V are prefetched
+    (kv_pre per slot with one vec4 per lane) out of sga's loop: their scores all at once, then the loop's online
+    updates in the same order (the same bits).
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -143,6 +145,7 @@ class ResidentTuning:
     hpre: int = 0
     dn: int = 0
     kvh: int = 0
+    sgb: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -212,11 +215,11 @@ class ResidentTuning:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.kvh)) or \
+                                              self.kvh, self.sgb)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre and kvh 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold, hpre, kvh and sgb 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -366,7 +369,7 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn, "KVH": t.kvh})
+                       "ACCW": t.accw(c), "DN": t.dn, "KVH": t.kvh, "SGB": t.sgb})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
