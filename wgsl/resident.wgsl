@@ -46,8 +46,8 @@
 //                                                     l·N_STRIDE + NOFF_FFN, output_norm at NOFF_OUT
 //   3  storage, read        array<u32>        E       token embedding = tied output head, Q8_0
 //   4  storage, read        array<vec2<f32>>  rope    ctx · ROPE_DIM/2 (cos, sin)
-//   5  storage, read_write  array<vec4<u32>>  kc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4 (f32 bits; KVH: f16, the
-//   6  storage, read_write  array<vec4<u32>>  vc      first half of the buffer, see kv_vec)
+//   5  storage, read_write  array<vec4<f32>>  kc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
+//   6  storage, read_write  array<vec4<f32>>  vc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
 //   7  storage, read_write  array<vec4<f32>>  sc      X | XM | XF (D each) | Q (HEADS·HEAD_DIM) | PA (HEADS·D) | PF (NWG·D) |
 //                                                     HP (2·HEAD_GROUPS) | TOUCH (one vec4, written, never read)
 //                                                     (floats; every region starts on a vec4)
@@ -73,11 +73,6 @@
 //   bits.  2: the Q4_1 block sums bs by subgroup shuffles in the residual loop (vec4 i of xs on lane i % 8 of a
 //   subgroup), so no block_sums pass and no barrier of its own (needs subgroups ≥ 8 wide dividing WG, D/4 ≤ WG;
 //   else block_sums as before).  A different summation order for bs: rounding may differ.
-// SGB = 1 (ResidentTuning.sgb): attn_sg takes the positions whose K/V were prefetched (KV_PRE / sgv per slot) out of
-//   its loop: their scores all at once, then the loop's online updates in the loop's order (the same bits), so a
-//   longer context no longer adds a round of dependent shuffles and exponentials per WG / SGL positions.
-// KVH = 1 (ResidentTuning.kvh): the K/V cache holds f16 (pack2x16float; the math stays f32), so the attention
-//   loads half the bytes.  The cache then differs from the other plans' f32 cache by one rounding per value.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -129,8 +124,6 @@ override RD: u32 = 0u;                                       // 1: accumulator r
 override FOLD: u32 = 0u;                                     // 1: the head reads the last residual itself (no FINAL)
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
-override KVH: u32 = 0u;                                      // 1: the K/V cache in f16 (kv_vec)
-override SGB: u32 = 0u;                                      // 1: attn_sg's prefetched positions outside its loop
 override DN: u32 = 0u;                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -138,8 +131,8 @@ override DN: u32 = 0u;                                       // bitmask: the nor
 @group(0) @binding(2) var<storage, read> nw: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> E: array<u32>;
 @group(0) @binding(4) var<storage, read> rope: array<vec2<f32>>;
-@group(0) @binding(5) var<storage, read_write> kc: array<vec4<u32>>;         // f32 bits, or (KVH) f16 pairs: kv_vec
-@group(0) @binding(6) var<storage, read_write> vc: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> kc: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> vc: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> sc: array<vec4<f32>>;
 
 const BIG: f32 = 3.4028234e38;
@@ -183,43 +176,14 @@ fn touch_w(a: u32, n: u32, w: u32, li: u32) {                  // W words a .. a
     }
 }
 
-fn touch_kv(a4: u32, n4: u32, w: u32, li: u32) {               // vec4s a4 .. a4 + n4 of the K and V caches (kv_vec's
-    let a = a4 / (1u + KVH);                                 // index: with KVH in half as many slots)
-    let n = n4 / (1u + KVH);
+fn touch_kv(a: u32, n: u32, w: u32, li: u32) {                 // vec4s a .. a + n of the K and V caches
     let gi = w * WG + li;
     for (var j = 0u; j < 2u; j++) {
         let k = (gi + j * NWG * WG) * 2u;
         if (k < n) {
-            t_v[2u * j] = kc[a + k].x;
-            t_v[2u * j + 1u] = vc[a + k].x;
+            t_v[2u * j] = bitcast<u32>(kc[a + k].x);
+            t_v[2u * j + 1u] = bitcast<u32>(vc[a + k].x);
         }
-    }
-}
-
-// The K or V cache (which: 0, 1) as f32 vec4 i (floats 4i .. 4i + 3 of the cache's f32 layout).  KVH: those
-// floats are f16, two to a word, so vec4 i is half of slot i / 2.
-fn kv_vec(which: u32, i: u32) -> vec4<f32> {
-    let s = i / (1u + KVH);
-    var w: vec4<u32>;
-    if (which == 0u) { w = kc[s]; } else { w = vc[s]; }
-    if (KVH == 0u) { return bitcast<vec4<f32>>(w); }
-    let p = select(w.xy, w.zw, (i & 1u) != 0u);
-    return vec4<f32>(unpack2x16float(p.x), unpack2x16float(p.y));
-}
-
-// Store floats f, f + 1 (f even) of the cache's f32 layout.
-fn kv_put2(which: u32, f: u32, a: f32, b: f32) {
-    if (KVH != 0u) {
-        let v = pack2x16float(vec2<f32>(a, b));
-        if (which == 0u) { kc[f / 8u][(f / 2u) % 4u] = v; } else { vc[f / 8u][(f / 2u) % 4u] = v; }
-        return;
-    }
-    if (which == 0u) {
-        kc[f / 4u][f % 4u] = bitcast<u32>(a);
-        kc[(f + 1u) / 4u][(f + 1u) % 4u] = bitcast<u32>(b);
-    } else {
-        vc[f / 4u][f % 4u] = bitcast<u32>(a);
-        vc[(f + 1u) / 4u][(f + 1u) % 4u] = bitcast<u32>(b);
     }
 }
 
@@ -736,8 +700,8 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     for (var e = 0u; e < KV_PRE; e++) {                      // a constant bound: unrolled, in registers
         let tv = kv_item(e, li, lane, sid, sgs);
         if (tv.x <= pos) {
-            kpf[e] = kv_vec(0u, cache0 + tv.x * kvd4 + tv.y);
-            vpf[e] = kv_vec(1u, cache0 + tv.x * kvd4 + tv.y);
+            kpf[e] = kc[cache0 + tv.x * kvd4 + tv.y];
+            vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
         }
     }
     if (touch_on(1u)) { touch_ffn(l, w, li); }
@@ -773,9 +737,7 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
             for (var j = li; j < 2u * qd; j += WG) {
                 let k = HEAD_DIM + 4u * j;
                 let v4 = vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
-                let f = 4u * (cache0 + pos * kvd4 + j % qd);
-                kv_put2(j / qd, f, v4.x, v4.y);
-                kv_put2(j / qd, f + 2u, v4.z, v4.w);
+                if (j < qd) { kc[cache0 + pos * kvd4 + j] = v4; } else { vc[cache0 + pos * kvd4 + j - qd] = v4; }
             }
         }
     } else if (li < qd) {
@@ -824,9 +786,9 @@ fn kv_at(which: u32, t: u32, dq: u32, e: u32, pos: u32, cache0: u32, kpf: array<
     if (e < KV_PRE) {
         for (var j = 0u; j < KV_PRE; j++) { if (j == e) { r = select(kpf[j], vpf[j], which == 1u); } }   // static
     } else if (which == 0u) {
-        r = kv_vec(0u, cache0 + t * KV_HEADS * HEAD_DIM / 4u + dq);
+        r = kc[cache0 + t * KV_HEADS * HEAD_DIM / 4u + dq];
     } else {
-        r = kv_vec(1u, cache0 + t * KV_HEADS * HEAD_DIM / 4u + dq);
+        r = vc[cache0 + t * KV_HEADS * HEAD_DIM / 4u + dq];
     }
     return r;
 }
@@ -929,39 +891,7 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     var m = -BIG;
     var lsum = 0.0;
     let kmax = select((n + slots - 1u) / slots, 0u, skip(4u));   // the same for every slot: uniform shuffles
-    var k0 = 0u;
-    if (SGB != 0u) {
-        // The slot's first KV_PRE / sgv positions, whose K and V are in registers, outside the loop: all their
-        // scores first (independent dot products and shuffles, nothing to wait for in between), then the same
-        // online updates in the same order as the loop's (the same bits); the loop does the rest.
-        var dk: array<f32, 8>;
-        for (var k = 0u; k < 8u; k++) {                      // constant bounds: unrolled
-            if (k < KV_PRE / sgv) {
-                var d = 0.0;
-                for (var j = 0u; j < SGV_MAX; j++) {
-                    if (j < sgv) { d += dot(qv[j], kv_at(0u, slot + k * slots, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf)); }
-                }
-                for (var o = 1u; o < SGL; o <<= 1u) { d += subgroupShuffleXor(d, o); }
-                dk[k] = d;                                   // 0 where t ≥ n (K not loaded: zeros)
-            }
-        }
-        for (var k = 0u; k < 8u; k++) {
-            let t = slot + k * slots;
-            if (k < KV_PRE / sgv && k < kmax && t < n) {
-                let s = dk[k] * inv;
-                let m_new = max(m, s);
-                let corr = exp(m - m_new);
-                let p = exp(s - m_new);
-                lsum = lsum * corr + p;
-                for (var j = 0u; j < SGV_MAX; j++) {
-                    if (j < sgv) { acc[j] = acc[j] * corr + p * kv_at(1u, t, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf); }
-                }
-                m = m_new;
-            }
-        }
-        k0 = min(KV_PRE / sgv, kmax);
-    }
-    for (var k = k0; k < kmax; k++) {
+    for (var k = 0u; k < kmax; k++) {
         let t = slot + k * slots;
         let ok = t < n;
         var d = 0.0;
@@ -1077,7 +1007,13 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
         } else if (pos < ctx) {
             let kvrow = (row - HEADS * HEAD_DIM) % kvd;
             let f = (l * ctx + pos) * kvd + kvrow;           // float index into the cache
-            kv_put2(select(1u, 0u, row < (HEADS + KV_HEADS) * HEAD_DIM), f, a, b);
+            if (row < (HEADS + KV_HEADS) * HEAD_DIM) {
+                kc[f / 4u][f % 4u] = a;
+                kc[(f + 1u) / 4u][(f + 1u) % 4u] = b;
+            } else {
+                vc[f / 4u][f % 4u] = a;
+                vc[(f + 1u) / 4u][(f + 1u) % 4u] = b;
+            }
         }
     }
 }

@@ -118,12 +118,8 @@ class ResidentTuning:
     reads the residual.  dn (bitmask, 0..3): 1 sums rmsnorm's Σ r² across subgroups after the matvec's barrier
     (the scale is applied after the dot products) instead of with two barriers of its own before the matvec, same
     bits; 2 computes the Q4_1 block sums by subgroup shuffles in the residual loop, without a pass and barrier
-    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  kvh: 1 keeps the K/V cache in
-    f16 (two values to a word, math in f32), so the attention loads half the bytes; the cache then differs from
-    the other plans' f32 cache by one rounding per value.  sgb: 1 takes the positions whose K/V are prefetched
-    (kv_pre per slot with one vec4 per lane) out of sga's loop: their scores all at once, then the loop's online
-    updates in the same order (the same bits).
-    GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, fb 16, as many workgroups per head as fit (10 for SmolLM2),
+    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).
+    GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
@@ -144,8 +140,6 @@ class ResidentTuning:
     fold: int = 0
     hpre: int = 0
     dn: int = 0
-    kvh: int = 0
-    sgb: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -163,9 +157,11 @@ class ResidentTuning:
             # per head: 0.737 vs 0.792 (sga alone 0.777, wo_parts 5 alone 0.741; results/2026-12-03-nvidia-h200-sga);
             # fb 16 (96 workgroups, 10 per head): 0.719 vs 0.737; at wg 256 fb 8 0.827 vs fb 16 0.761 (…-fb16);
             # touch 4 (the Q|K|V step loads the layer's K/V cache for the ATTN step): 0.6957–0.6958 vs
-            # 0.6986–0.6998 in 3 calls; touch 1, 2, 3, 7, 15 (weights) 0.706–0.722, slower (…-touch)
+            # 0.6986–0.6998 in 3 calls; touch 1, 2, 3, 7, 15 (weights) 0.706–0.722, slower (…-touch);
+            # dn 3: 0.6713, 0.6700, 0.6714 vs 0.6801, 0.6799, 0.6798 (dn 1: 0.678), again 0.673–0.675 vs 0.682–0.684
+            # in two more calls, same tokens (results/2026-12-05-nvidia-h200-dn)
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
-                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4)
+                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4, dn=3)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
                 if wg <= cap and t.shared_bytes(cfg, min_subgroup(info)) <= mem:
                     return t
@@ -214,12 +210,11 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.kvh, self.sgb)) or \
+                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre, kvh and sgb 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -369,7 +364,7 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn, "KVH": t.kvh, "SGB": t.sgb})
+                       "ACCW": t.accw(c), "DN": t.dn})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
