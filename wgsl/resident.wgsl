@@ -157,7 +157,9 @@ var<private> t_v: array<u32, 4>;                         // TOUCH: the touched w
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
-// phase, 128 every FFN phase, 256 the head (its parts name token 300), 512 FINAL.
+// phase, 128 every FFN phase, 256 the head (its parts name token 300), 512 FINAL; 1024 / 2048: the down / output
+// projection slices loaded from where a column-major copy would hold them (short_addr), from the row-major
+// matrices (what that layout's loads would cost, with the wrong weights).
 fn skip(bit: u32) -> bool { return (SKIP & bit) != 0u; }
 
 // TOUCH (ResidentTuning.touch): a step also loads what the NEXT step will read, one word per 32-byte sector spread
@@ -399,6 +401,15 @@ fn short_base(it: u32, mat: u32, rw: u32, b0: u32, nb: u32) -> u32 {
     return mat + (it / nb) * rw + (b0 + it % nb) * 5u;
 }
 
+// The same item's words: row-major (cmr = ROW_MAJOR: short_base), or column-major, block column c's D rows back to
+// back from the matrix's start `mat`, with the slice's first row cmr (neighbouring items, neighbouring rows, are
+// then 20 bytes apart instead of a row apart).
+const ROW_MAJOR: u32 = 0xffffffffu;
+fn short_addr(it: u32, mat: u32, rw: u32, b0: u32, nb: u32, cmr: u32) -> u32 {
+    if (cmr == ROW_MAJOR) { return short_base(it, mat, rw, b0, nb); }
+    return mat + ((b0 + it % nb) * D + cmr + it / nb) * 5u;
+}
+
 // The long matvec: items li and li + WG were prefetched into pre0 / pre1, the rest load here.
 fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 10>, pre1: array<u32, 10>) {
     if (li < n) { prod[li] = long_dot(pre0, li); }
@@ -409,12 +420,12 @@ fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 
 // The short matvec into prod (one value per item); items li, li + WG (and li + 2·WG when npre = 3) prefetched;
 // j0 ≥ 32: whole blocks, else a sub-block slice (q41_item).
 fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: array<u32, 5>, pre1: array<u32, 5>,
-                pre2: array<u32, 5>, npre: u32, j0: u32) {
+                pre2: array<u32, 5>, npre: u32, j0: u32, cmr: u32) {
     if (li < n) { prod[li] = q41_item(pre0, li % nb, j0); }
     if (li + WG < n) { prod[li + WG] = q41_item(pre1, (li + WG) % nb, j0); }
     if (npre > 2u && li + 2u * WG < n) { prod[li + 2u * WG] = q41_item(pre2, (li + 2u * WG) % nb, j0); }
     for (var it = li + npre * WG; it < n; it += WG) {
-        prod[it] = q41_item(load5(short_base(it, mat, rw, b0, nb)), it % nb, j0);
+        prod[it] = q41_item(load5(short_addr(it, mat, rw, b0, nb, cmr)), it % nb, j0);
     }
 }
 
@@ -682,9 +693,11 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         pq0 = load10(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM));
         pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
     }
-    let po0 = load5(short_base(min(li, n_o - 1u), omat, orw, h * ob, ob));
-    let po1 = load5(short_base(min(li + WG, n_o - 1u), omat, orw, h * ob, ob));
-    let po2 = load5(short_base(min(li + 2u * WG, n_o - 1u), omat, orw, h * ob, ob));
+    let ocr = select(ROW_MAJOR, or0, skip(2048u));          // the output projection's layout (short_addr)
+    let om = select(omat, lw + OFF_O, skip(2048u));
+    let po0 = load5(short_addr(min(li, n_o - 1u), om, orw, h * ob, ob, ocr));
+    let po1 = load5(short_addr(min(li + WG, n_o - 1u), om, orw, h * ob, ob, ocr));
+    let po2 = load5(short_addr(min(li + 2u * WG, n_o - 1u), om, orw, h * ob, ob, ocr));
     let qd = HEAD_DIM / 4u;                                  // vec4s per head
     var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
     if (SPLIT != 0u && li < qd) { q_early = sc[o_q() + h * qd + li]; }
@@ -753,7 +766,7 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     }
 
     // PA[h] (rows or0 .. or0 + onr) = Wo[rows, h·HEAD_DIM .. +HEAD_DIM] · o_h.
-    if (!skip(8u)) { short_matvec(li, n_o, omat, orw, h * ob, ob, po0, po1, po2, 3u, 32u); }
+    if (!skip(8u)) { short_matvec(li, n_o, om, orw, h * ob, ob, po0, po1, po2, 3u, 32u, ocr); }
     workgroupBarrier();
     if (ACC != 0u) {
         for (var r = li; r < onr; r += WG) { acc_add(acc_at(0u, p_slot), or0 + r, row_sum(r, ob)); }
@@ -1030,8 +1043,9 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let drw = (FFN / 32u) * 5u;
     let pg0 = load10(long_base(min(li, n_gu - 1u), rows, FB));
     let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
-    let pd0 = load5(short_base(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db));
-    let pd1 = load5(short_base(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, fb0, db));
+    let dcr = select(ROW_MAJOR, 0u, skip(1024u));           // the down projection's layout (short_addr)
+    let pd0 = load5(short_addr(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
+    let pd1 = load5(short_addr(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
     set_slot(li, pos, l);
 
     let nb = (l * N_STRIDE + NOFF_FFN) / 4u;
@@ -1068,7 +1082,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     workgroupBarrier();
 
     // PF[f] = Wdown[:, f·FB .. +FB] · a.
-    if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, fb0, db, pd0, pd1, pd1, 2u, j0); }
+    if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, fb0, db, pd0, pd1, pd1, 2u, j0, dcr); }
     workgroupBarrier();
     if (ACC != 0u) {
         for (var r = li; r < D; r += WG) { acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }

@@ -209,11 +209,11 @@ class ResidentTuning:
 
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
-        if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
+        if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 4096 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 4096, split, grid, "
                              "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
