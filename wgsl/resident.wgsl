@@ -42,6 +42,7 @@
 //                                                     accumulators (8·D), then tokens[ctx + 1] from tok0() }
 //   1  storage, read        array<vec2<u32>>  W       (words) every layer's Q4_1 matrices: layer l at l·L_STRIDE words,
 //                                                     q|k|v at 0, o at OFF_O, gate|up at OFF_GATE, down at OFF_DOWN
+//                                                     (CM: the plan's copy, o and/or down column-major)
 //   2  storage, read        array<vec4<f32>>  nw      norms: attn_norm(l) at l·N_STRIDE, ffn_norm(l) at
 //                                                     l·N_STRIDE + NOFF_FFN, output_norm at NOFF_OUT
 //   3  storage, read        array<u32>        E       token embedding = tied output head, Q8_0
@@ -73,6 +74,8 @@
 //   bits.  2: the Q4_1 block sums bs by subgroup shuffles in the residual loop (vec4 i of xs on lane i % 8 of a
 //   subgroup), so no block_sums pass and no barrier of its own (needs subgroups ≥ 8 wide dividing WG, D/4 ≤ WG;
 //   else block_sums as before).  A different summation order for bs: rounding may differ.
+// CM (ResidentTuning.cm), a bitmask: binding 1 is the plan's copy of the layer matrices (wgsl/repack_cm.wgsl) with
+//   every layer's down (1) and output (2) projection column-major, and those slices load through short_addr.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -124,7 +127,8 @@ override RD: u32 = 0u;                                       // 1: accumulator r
 override FOLD: u32 = 0u;                                     // 1: the head reads the last residual itself (no FINAL)
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
-override DN: u32 = 0u;                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
+override DN: u32 = 0u;
+override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
@@ -157,9 +161,7 @@ var<private> t_v: array<u32, 4>;                         // TOUCH: the touched w
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
-// phase, 128 every FFN phase, 256 the head (its parts name token 300), 512 FINAL; 1024 / 2048: the down / output
-// projection slices loaded from where a column-major copy would hold them (short_addr), from the row-major
-// matrices (what that layout's loads would cost, with the wrong weights).
+// phase, 128 every FFN phase, 256 the head (its parts name token 300), 512 FINAL.
 fn skip(bit: u32) -> bool { return (SKIP & bit) != 0u; }
 
 // TOUCH (ResidentTuning.touch): a step also loads what the NEXT step will read, one word per 32-byte sector spread
@@ -693,8 +695,9 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         pq0 = load10(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM));
         pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
     }
-    let ocr = select(ROW_MAJOR, or0, skip(2048u));          // the output projection's layout (short_addr)
-    let om = select(omat, lw + OFF_O, skip(2048u));
+    let o_cm = (CM & 2u) != 0u;                             // the output projection's layout (short_addr)
+    let ocr = select(ROW_MAJOR, or0, o_cm);
+    let om = select(omat, lw + OFF_O, o_cm);
     let po0 = load5(short_addr(min(li, n_o - 1u), om, orw, h * ob, ob, ocr));
     let po1 = load5(short_addr(min(li + WG, n_o - 1u), om, orw, h * ob, ob, ocr));
     let po2 = load5(short_addr(min(li + 2u * WG, n_o - 1u), om, orw, h * ob, ob, ocr));
@@ -1043,7 +1046,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let drw = (FFN / 32u) * 5u;
     let pg0 = load10(long_base(min(li, n_gu - 1u), rows, FB));
     let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
-    let dcr = select(ROW_MAJOR, 0u, skip(1024u));           // the down projection's layout (short_addr)
+    let dcr = select(ROW_MAJOR, 0u, (CM & 1u) != 0u);       // the down projection's layout (short_addr)
     let pd0 = load5(short_addr(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
     let pd1 = load5(short_addr(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
     set_slot(li, pos, l);

@@ -118,7 +118,10 @@ class ResidentTuning:
     reads the residual.  dn (bitmask, 0..3): 1 sums rmsnorm's Σ r² across subgroups after the matvec's barrier
     (the scale is applied after the dot products) instead of with two barriers of its own before the matvec, same
     bits; 2 computes the Q4_1 block sums by subgroup shuffles in the residual loop, without a pass and barrier
-    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).
+    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..3): the plan
+    binds its own copy of the layer matrices with every layer's down (1) and output (2) projection column-major
+    (wgsl/repack_cm.wgsl, made once in prepare; as much GPU memory again as the matrices), so that neighbouring
+    invocations of those slices load neighbouring blocks instead of blocks a row apart.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -140,6 +143,7 @@ class ResidentTuning:
     fold: int = 0
     hpre: int = 0
     dn: int = 0
+    cm: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -209,13 +213,14 @@ class ResidentTuning:
 
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
-        if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 4096 or self.wo_parts < 1 or \
+        if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
                 self.acc not in (0, 1, 2) or \
-                not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4:
-            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 4096, split, grid, "
+                not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
+                not 0 <= self.cm < 4:
+            raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
                              "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
-                             "0..15, dn 0..3)")
+                             "0..15, dn 0..3, cm 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
                              f"(acc={self.acc}, grid={self.grid}, {cfg.n_layers} layers)")
@@ -354,9 +359,10 @@ async def prepare(m) -> None:
         raise GPUError(f"the resident plan is unsupported here: wg={t.wg} needs {t.shared_bytes(c, sg)} bytes of "
                        "workgroup memory, more than this device allows")
     if getattr(m, "resident_tuning", None) != t or getattr(m, "resident_sg", None) != sg or "r_step" not in m.kernels:
-        for key in ("resident_state", "resident_scratch"):
+        for key in ("resident_state", "resident_scratch", "resident_layers"):
             if key in m.act:
                 m.act.pop(key).destroy()
+                m.memory.pop(key, None)
         m.forget_plans()
         consts.update({"D": c.d_model, "HEADS": c.n_heads, "KV_HEADS": c.n_kv_heads, "HEAD_DIM": c.head_dim,
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
@@ -364,7 +370,7 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn})
+                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
@@ -379,12 +385,43 @@ async def prepare(m) -> None:
             m.act[key] = await m.dev.checked(f"creating the GPU buffer {key}", m.dev.create_buffer, size,
                                              STORAGE | COPY_SRC | COPY_DST, key)
             m.memory[key] = size
+    if t.cm and "resident_layers" not in m.act:
+        await _repack(m, t, consts)
+
+
+async def _repack(m, t: ResidentTuning, lay: dict) -> None:
+    """The plan's copy of the "layers" buffer with the down / output projections column-major (cm, see
+    wgsl/repack_cm.wgsl), made on the GPU once per tuning."""
+    import js  # type: ignore
+    from app.gpu import STORAGE
+    from .kernels import load_kernel
+    c, src = m.cfg, m.weights["layers"]
+    size = int(src.size)
+    dst = await m.dev.checked("creating the GPU buffer resident_layers", m.dev.create_buffer, size, STORAGE,
+                              "resident_layers")
+    k = await load_kernel(m.dev, "repack_cm.wgsl", "main", {
+        "D": c.d_model, "HEADS": c.n_heads, "HEAD_DIM": c.head_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers,
+        "L_STRIDE": lay["L_STRIDE"], "OFF_O": lay["OFF_O"], "OFF_DOWN": lay["OFF_DOWN"], "CM": t.cm},
+        "resident repack_cm")
+    groups = -(-size // 4 // 64)
+    x = min(groups, 65535)
+    enc = m.dev.device.createCommandEncoder()
+    p = enc.beginComputePass()
+    p.setPipeline(k.pipeline)
+    p.setBindGroup(0, k.bind(m.dev, [src, dst], "resident repack_cm"))
+    p.dispatchWorkgroups(x, -(-groups // x))
+    p.end()
+    m.dev.queue.submit(js.Array.of(enc.finish()))
+    await m.dev.on_submitted_work_done()
+    m.dev.raise_if_lost()
+    m.act["resident_layers"], m.memory["resident_layers"] = dst, size
 
 
 def _bind_group(m):
     a = m.act
+    layers = a["resident_layers"] if m.resident_tuning.cm else m.weights["layers"]
     return m.group("r_step", f"resident@{m.ctx}", [
-        a["resident_state"], m.weights["layers"], m.weights["norms"], m.weights["token_embd"], a["rope"],
+        a["resident_state"], layers, m.weights["norms"], m.weights["token_embd"], a["rope"],
         a["k_cache"], a["v_cache"], a["resident_scratch"]])
 
 

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # The device-side command of 4-final (../../../shared/gpu/README.md recipe):
 #   source .gpu/device.sh && bash results/2026-12-05-nvidia-h200-dn/run4.sh
-# With dn 3 now the default: the default against the old one (dn 0), fold and wg 384 on top, and the timing-only
-# ablations skip 1024 / 2048 / 3072 (the down / output / both projection slices loaded where a column-major copy
-# would hold them: what coalesced loads would save), interleaved, 2 rounds; then the plan runs with both drivers
-# on both prompts.
+# With dn 3 now the default: the default against the old one (dn 0), and on top cm 1 / 2 / 3 (the plan's copy of the
+# matrices with the down / output / both projections column-major), wg 384 and fold, interleaved, 2 rounds;
+# then the plan runs with both drivers on both prompts.
 source results/2026-12-05-nvidia-h200-dn/common.sh
 P=(--param plans=resident --param drivers=js)
 go w0 "" "${P[@]}"
 for i in 1 2; do
   go def$i "" "${P[@]}"
   go dn0_$i '{"dn": 0}' "${P[@]}"
-  go cmd$i '{"skip": 1024}' "${P[@]}"
-  go cmo$i '{"skip": 2048}' "${P[@]}"
-  go cm3_$i '{"skip": 3072}' "${P[@]}"
+  go cm1_$i '{"cm": 1}' "${P[@]}"
+  go cm2_$i '{"cm": 2}' "${P[@]}"
+  go cm3_$i '{"cm": 3}' "${P[@]}"
   go wg384_$i '{"wg": 384}' "${P[@]}"
   go fold$i '{"fold": 1}' "${P[@]}"
 done
@@ -21,4 +20,5 @@ Q=(--param plans=resident,gpu_loop --param drivers=js,python)
 go long "" "${Q[@]}"
 go long2 "" "${Q[@]}"
 go short "" "${Q[@]}" --prompt "The capital of France is"
+go longcm3 '{"cm": 3}' "${Q[@]}"
 tar -C "$OUT" -czf "$OUT/res.tgz" res
