@@ -75,7 +75,8 @@
 //   subgroup), so no block_sums pass and no barrier of its own (needs subgroups ≥ 8 wide dividing WG, D/4 ≤ WG;
 //   else block_sums as before).  A different summation order for bs: rounding may differ.
 // CM (ResidentTuning.cm), a bitmask: binding 1 is the plan's copy of the layer matrices (wgsl/repack_cm.wgsl) with
-//   every layer's down (1) and output (2) projection column-major, and those slices load through short_addr.
+//   every layer's down (1) and output (2) projection column-major, and those slices load through short_addr;
+//   4: q|k|v and gate|up word-interleaved in 32-item chunks, loaded through load10_in.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -128,7 +129,8 @@ override FOLD: u32 = 0u;                                     // 1: the head read
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 override DN: u32 = 0u;
-override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
+override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major,
+                                                             // 4: q|k|v and gate|up word-interleaved (load10_in)                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
@@ -412,11 +414,24 @@ fn short_addr(it: u32, mat: u32, rw: u32, b0: u32, nb: u32, cmr: u32) -> u32 {
     return mat + ((b0 + it % nb) * D + cmr + it / nb) * 5u;
 }
 
-// The long matvec: items li and li + WG were prefetched into pre0 / pre1, the rest load here.
-fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 10>, pre1: array<u32, 10>) {
+// The 10 words of the long-matvec item whose words start at `a` in the GGUF's order, in the matrix (q|k|v or
+// gate|up) that starts at word `mat`: there (load10), or with CM bit 4 where the word-interleaved copy holds them,
+// word j of item g = (a − mat) / 10 at mat + (g / 32) · 320 + j · 32 + g % 32, so that 32 neighbouring items'
+// j-th words are one 128-byte line.
+fn load10_in(a: u32, mat: u32) -> array<u32, 10> {
+    if ((CM & 4u) == 0u) { return load10(a); }
+    let g = (a - mat) / 10u;
+    let b = mat + (g / 32u) * 320u + g % 32u;
+    var w: array<u32, 10>;
+    for (var j = 0u; j < 10u; j++) { w[j] = word(b + j * 32u); }
+    return w;
+}
+
+// The long matvec: items li and li + WG were prefetched into pre0 / pre1, the rest load here (matrix at mat).
+fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 10>, pre1: array<u32, 10>, mat: u32) {
     if (li < n) { prod[li] = long_dot(pre0, li); }
     if (li + WG < n) { prod[li + WG] = long_dot(pre1, li + WG); }
-    for (var it = li + 2u * WG; it < n; it += WG) { prod[it] = long_dot(load10(long_base(it, rows, seg)), it); }
+    for (var it = li + 2u * WG; it < n; it += WG) { prod[it] = long_dot(load10_in(long_base(it, rows, seg), mat), it); }
 }
 
 // The short matvec into prod (one value per item); items li, li + WG (and li + 2·WG when npre = 3) prefetched;
@@ -692,8 +707,8 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     var pq0: array<u32, 10>;
     var pq1: array<u32, 10>;
     if (SPLIT == 0u) {
-        pq0 = load10(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM));
-        pq1 = load10(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM));
+        pq0 = load10_in(long_base(min(li, n_qkv - 1u), rows, HEAD_DIM), lw);
+        pq1 = load10_in(long_base(min(li + WG, n_qkv - 1u), rows, HEAD_DIM), lw);
     }
     let o_cm = (CM & 2u) != 0u;                             // the output projection's layout (short_addr)
     let ocr = select(ROW_MAJOR, or0, o_cm);
@@ -726,7 +741,7 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         let q_part = residual_in(l, pos, w, li, lane, sid, nsg, sgs);
         // q_h | k_g | v_g (3·HEAD_DIM rows of the joined Q|K|V matrix).
         block_sums(li, sgs);
-        if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1); }
+        if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1, lw); }
         workgroupBarrier();
         let q_scale = norm_scale(q_part, lane, nsg, sgs);
         for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * q_scale; }
@@ -981,7 +996,7 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let rw = (D / 32u) * 5u;
     let base = l * L_STRIDE + r0 * rw;
     let n = nr * pairs;
-    let pre = load10(base + min(li, max(n, 1u) - 1u) * 10u);    // item = (row, pair): rows are contiguous
+    let pre = load10_in(base + min(li, max(n, 1u) - 1u) * 10u, l * L_STRIDE);   // item = (row, pair): rows contiguous
     let early = st.pos;                                      // GRID, l > 0: only RoPE and the KV write need it
     var pos = pos_in;
     let wait_pos = l == 0u || slot_needs_pos();             // the token pick (l = 0) needs it uniform
@@ -1000,7 +1015,7 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     block_sums(li, sgs);
     if (!skip(2u)) {
         if (li < n) { prod[li] = long_dot(pre, li); }
-        for (var it = li + WG; it < n; it += WG) { prod[it] = long_dot(load10(base + it * 10u), it); }
+        for (var it = li + WG; it < n; it += WG) { prod[it] = long_dot(load10_in(base + it * 10u, l * L_STRIDE), it); }
     }
     workgroupBarrier();
     let scale = norm_scale(part, lane, nsg, sgs);
@@ -1044,8 +1059,8 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let j0 = select(32u, (f * FB) % 32u, FB < 32u);          // FB < 32: its weights within that one block
     let n_d = D * db;
     let drw = (FFN / 32u) * 5u;
-    let pg0 = load10(long_base(min(li, n_gu - 1u), rows, FB));
-    let pg1 = load10(long_base(min(li + WG, n_gu - 1u), rows, FB));
+    let pg0 = load10_in(long_base(min(li, n_gu - 1u), rows, FB), lw + OFF_GATE);
+    let pg1 = load10_in(long_base(min(li + WG, n_gu - 1u), rows, FB), lw + OFF_GATE);
     let dcr = select(ROW_MAJOR, 0u, (CM & 1u) != 0u);       // the down projection's layout (short_addr)
     let pd0 = load5(short_addr(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
     let pd1 = load5(short_addr(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
@@ -1075,7 +1090,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let part = norm_end(ss, lane, sid, nsg, sgs);
 
     block_sums(li, sgs);
-    if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1); }
+    if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1, lw + OFF_GATE); }
     workgroupBarrier();
     let scale = norm_scale(part, lane, nsg, sgs);
     for (var i = li; i < FB; i += WG) {                     // gate row i and up row i: one barrier less

@@ -121,7 +121,8 @@ class ResidentTuning:
     of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..3): the plan
     binds its own copy of the layer matrices with every layer's down (1) and output (2) projection column-major
     (wgsl/repack_cm.wgsl, made once in prepare; as much GPU memory again as the matrices), so that neighbouring
-    invocations of those slices load neighbouring blocks instead of blocks a row apart.
+    invocations of those slices load neighbouring blocks instead of blocks a row apart; 4: in that copy q|k|v and
+    gate|up word-interleaved in chunks of 32 items, so that a warp's j-th words are one 128-byte line.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -217,10 +218,10 @@ class ResidentTuning:
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
-                not 0 <= self.cm < 4:
+                not 0 <= self.cm < 8:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
                              "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
-                             "0..15, dn 0..3, cm 0..3)")
+                             "0..15, dn 0..3, cm 0..7)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
                              f"(acc={self.acc}, grid={self.grid}, {cfg.n_layers} layers)")
@@ -228,6 +229,10 @@ class ResidentTuning:
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
                              f"adapter's smallest subgroup ({sg_min}), with head_dim / 4 / sgl ≤ 8")
+        pairs = cfg.d_model // 64
+        if self.cm & 4 and ((cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim * pairs % 32 or 2 * cfg.ffn * pairs % 32):
+            raise ValueError("resident: cm bit 4 interleaves q|k|v and gate|up in chunks of 32 items (rows × d_model/64 "
+                             "pairs), and this model's counts are not multiples of 32")
         if cfg.n_heads * self.wo_parts > self.nwg(cfg) or not rows_for_every_part(cfg.d_model, self.wo_parts):
             raise ValueError(f"resident: wo_parts={self.wo_parts} needs {cfg.n_heads * self.wo_parts} workgroups "
                              f"(there are {self.nwg(cfg)}) and every part some of the {cfg.d_model} rows")
@@ -401,7 +406,8 @@ async def _repack(m, t: ResidentTuning, lay: dict) -> None:
                               "resident_layers")
     k = await load_kernel(m.dev, "repack_cm.wgsl", "main", {
         "D": c.d_model, "HEADS": c.n_heads, "HEAD_DIM": c.head_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers,
-        "L_STRIDE": lay["L_STRIDE"], "OFF_O": lay["OFF_O"], "OFF_DOWN": lay["OFF_DOWN"], "CM": t.cm},
+        "L_STRIDE": lay["L_STRIDE"], "OFF_O": lay["OFF_O"], "OFF_DOWN": lay["OFF_DOWN"], "CM": t.cm,
+        "KV_HEADS": c.n_kv_heads, "OFF_GATE": lay["OFF_GATE"]},
         "resident repack_cm")
     groups = -(-size // 4 // 64)
     x = min(groups, 65535)
