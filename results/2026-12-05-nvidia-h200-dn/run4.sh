@@ -3,7 +3,7 @@
 #   source .gpu/device.sh && bash results/2026-12-05-nvidia-h200-dn/run4.sh
 # With dn 3 now the default: on top of it cm 7 (the plan's copy of the matrices with the down and output
 # projections column-major and q|k|v, gate|up word-interleaved), rs (the FFN step's row sums by shuffles) and
-# both, interleaved with the default, 2 rounds; once each cm 3 and cm 4; then the plan runs with both drivers,
+# both, interleaved with the default, 2 rounds; then the plan runs with both drivers,
 # the default and rs + cm 7.  Short of device time: res.tgz is rewritten after every run, so a cut-off call
 # still brings back what it measured.
 source results/2026-12-05-nvidia-h200-dn/common.sh
@@ -16,8 +16,6 @@ for i in 1 2; do
   g rs$i '{"rs": 1}' "${P[@]}"
   g rscm7_$i '{"rs": 1, "cm": 7}' "${P[@]}"
 done
-g cm3 '{"cm": 3}' "${P[@]}"
-g cm4 '{"cm": 4}' "${P[@]}"
 Q=(--param plans=resident,gpu_loop --param drivers=js,python)
 g long "" "${Q[@]}"
 g longrscm7 '{"rs": 1, "cm": 7}' "${Q[@]}"
