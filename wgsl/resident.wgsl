@@ -129,7 +129,6 @@ override FOLD: u32 = 0u;                                     // 1: the head read
 override HPRE: u32 = 0u;                                     // 1: the head loads its first item's weights first
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 override DN: u32 = 0u;
-override RS: u32 = 0u;                                       // 1: FFN row sums by shuffles (rs_on)
 override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major,
                                                              // 4: q|k|v and gate|up word-interleaved (load10_in)                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
 
@@ -284,11 +283,6 @@ fn block_sums(li: u32, sgs: u32) {
 
 // DN (see the header).
 fn dn_on(bit: u32) -> bool { return (DN & bit) != 0u; }
-
-// RS = 1 (ResidentTuning.rs): the FFN step's gate|up matvec with subgroup s = gate row s (lanes 0–15, one block pair
-// each) and up row s (lanes 16–31): row sums by shuffles, SiLU and the product in registers, no prod round trip
-// and one barrier less.  Needs 32-wide subgroups, WG = 32·FB and ≤ 16 pairs a row; else the usual path.
-fn rs_on(sgs: u32) -> bool { return RS != 0u && sgs == 32u && WG == 32u * FB && D / 64u <= 16u; }
 fn dn_bs(sgs: u32) -> bool { return dn_on(2u) && sgs >= 8u && WG % sgs == 0u && D / 4u <= WG; }
 
 // The xs vec4 a residual loop starts at: li, or with bs_shuffle the invocation's place in its subgroup's run of lanes.
@@ -1065,9 +1059,7 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let j0 = select(32u, (f * FB) % 32u, FB < 32u);          // FB < 32: its weights within that one block
     let n_d = D * db;
     let drw = (FFN / 32u) * 5u;
-    let rs = rs_on(sgs);
-    let it0 = select(li, ((lane / 16u) * FB + sid) * (D / 64u) + lane % 16u, rs);   // RS: see rs_on
-    let pg0 = load10_in(long_base(min(it0, n_gu - 1u), rows, FB), lw + OFF_GATE);
+    let pg0 = load10_in(long_base(min(li, n_gu - 1u), rows, FB), lw + OFF_GATE);
     let pg1 = load10_in(long_base(min(li + WG, n_gu - 1u), rows, FB), lw + OFF_GATE);
     let dcr = select(ROW_MAJOR, 0u, (CM & 1u) != 0u);       // the down projection's layout (short_addr)
     let pd0 = load5(short_addr(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
@@ -1098,22 +1090,12 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let part = norm_end(ss, lane, sid, nsg, sgs);
 
     block_sums(li, sgs);
-    if (rs) {                                                // gate row sid in lanes 0-15, up row sid in 16-31
-        var d = 0.0;
-        if (lane % 16u < D / 64u && !skip(16u)) { d = long_dot(pg0, it0); }
-        for (var o = 1u; o < 16u; o <<= 1u) { d += subgroupShuffleXor(d, o); }
-        let other = subgroupShuffleXor(d, 16u);
-        let scale = norm_scale(part, lane, nsg, sgs);       // red_n was published by block_sums' barrier
-        let gt = select(other, d, lane < 16u) * scale;
-        if (lane == 0u) { vec_b[vb_at(sid)] = gt / (1.0 + exp(-gt)) * (select(d, other, lane < 16u) * scale); }
-    } else {
-        if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1, lw + OFF_GATE); }
-        workgroupBarrier();
-        let scale = norm_scale(part, lane, nsg, sgs);
-        for (var i = li; i < FB; i += WG) {                 // gate row i and up row i: one barrier less
-            let gt = row_sum(i, D / 64u) * scale;
-            vec_b[vb_at(i)] = gt / (1.0 + exp(-gt)) * (row_sum(FB + i, D / 64u) * scale);
-        }
+    if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1, lw + OFF_GATE); }
+    workgroupBarrier();
+    let scale = norm_scale(part, lane, nsg, sgs);
+    for (var i = li; i < FB; i += WG) {                     // gate row i and up row i: one barrier less
+        let gt = row_sum(i, D / 64u) * scale;
+        vec_b[vb_at(i)] = gt / (1.0 + exp(-gt)) * (row_sum(FB + i, D / 64u) * scale);
     }
     workgroupBarrier();
 

@@ -122,9 +122,7 @@ class ResidentTuning:
     binds its own copy of the layer matrices with every layer's down (1) and output (2) projection column-major
     (wgsl/repack_cm.wgsl, made once in prepare; as much GPU memory again as the matrices), so that neighbouring
     invocations of those slices load neighbouring blocks instead of blocks a row apart; 4: in that copy q|k|v and
-    gate|up word-interleaved in chunks of 32 items, so that a warp's j-th words are one 128-byte line.  rs: 1 sums
-    the FFN step's gate and up rows by subgroup shuffles (32-wide subgroups, wg = 32·fb), no barrier between its
-    matvec and SiLU; elsewhere the usual path.
+    gate|up word-interleaved in chunks of 32 items, so that a warp's j-th words are one 128-byte line.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -147,7 +145,6 @@ class ResidentTuning:
     hpre: int = 0
     dn: int = 0
     cm: int = 0
-    rs: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -218,13 +215,12 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.rs)) or \
+                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
                 not 0 <= self.cm < 8:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre and rs 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3, cm 0..7)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -379,7 +375,7 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "RS": t.rs})
+                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
