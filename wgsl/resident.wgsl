@@ -46,6 +46,7 @@
 //   2  storage, read        array<vec4<f32>>  nw      norms: attn_norm(l) at l·N_STRIDE, ffn_norm(l) at
 //                                                     l·N_STRIDE + NOFF_FFN, output_norm at NOFF_OUT
 //   3  storage, read        array<u32>        E       token embedding = tied output head, Q8_0
+//                                                     (HQ: the plan's copy, 18 words per item interleaved: e_word)
 //   4  storage, read        array<vec2<f32>>  rope    ctx · ROPE_DIM/2 (cos, sin)
 //   5  storage, read_write  array<vec4<f32>>  kc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
 //   6  storage, read_write  array<vec4<f32>>  vc      N_LAYERS · ctx · KV_HEADS·HEAD_DIM / 4
@@ -77,6 +78,9 @@
 // CM (ResidentTuning.cm), a bitmask: binding 1 is the plan's copy of the layer matrices (wgsl/repack_cm.wgsl) with
 //   every layer's down (1) and output (2) projection column-major, and those slices load through short_addr;
 //   4: q|k|v and gate|up word-interleaved in 32-item chunks, loaded through load10_in.
+// HQ = 1 (ResidentTuning.hq): binding 3 is the plan's copy of the embedding (wgsl/repack_head.wgsl): each head item
+//   (row, pair of blocks) 16 words of unshifted quants and 2 f32 scales, word-interleaved in chunks of 32 items,
+//   so that the head's loads are whole lines; the same values and the same sums.
 // Dispatch: step (NWG, 1, 1) (GRID: NWG + s); head (HEAD_GROUPS, 1, 1); tail (1, 1, 1).
 // Overrides: model shape (D multiple of 64, HEADS, KV_HEADS, HEAD_DIM multiple of 32, ROPE_DIM, FFN, N_LAYERS,
 //   VOCAB, EPS), NWG = FFN / FB (≥ HEADS), FB (8, 16 or a multiple of 32), WG (multiple of 64, ≥ HEAD_DIM),
@@ -130,7 +134,8 @@ override HPRE: u32 = 0u;                                     // 1: the head load
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 override DN: u32 = 0u;
 override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major,
-                                                             // 4: q|k|v and gate|up word-interleaved (load10_in)                                       // bitmask: the norm's sums off the path to the matvec (dn_on)
+                                                             // 4: q|k|v and gate|up word-interleaved (load10_in)
+override HQ: u32 = 0u;                                       // 1: E is the plan's copy, 18 words per item interleaved (e_word)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
@@ -593,28 +598,57 @@ fn set_slot(li: u32, pos: u32, l: u32) {
 // Q8_0 pair p (blocks 2p, 2p + 1) of row `row` of E · xs.
 fn q80_pair(row: u32, p: u32) -> f32 { return q80_dot(q80_load(row, p), p); }
 
-// The 17 words of that pair (HPRE: the head loads its first item's before it reads the residual).
-fn q80_load(row: u32, p: u32) -> array<u32, 17> {
+// HQ: word k of head item g (row · D/64 + pair) in the plan's copy (wgsl/repack_head.wgsl): 0..7 block 0's quants,
+// 8..15 block 1's, 16 and 17 their scales as f32 bits; a warp's items are one chunk, so its k-th loads one line.
+fn e_word(g: u32, k: u32) -> u32 { return E[((g / 32u) * 18u + k) * 32u + g % 32u]; }
+
+// The words of that pair (HPRE: the head loads its first item's before it reads the residual): in place, 17 words
+// (f16 d0 | 32 int8 | f16 d1 | 32 int8, so block 0's quants straddle words); HQ: the copy's 18.
+fn q80_load(row: u32, p: u32) -> array<u32, 18> {
+    var w: array<u32, 18>;
+    if (HQ != 0u) {
+        let g = row * (D / 64u) + p;
+        for (var k = 0u; k < 18u; k++) { w[k] = e_word(g, k); }
+        return w;
+    }
     let b = (row * (D / 64u) + p) * 17u;
-    var w: array<u32, 17>;
     for (var i = 0u; i < 17u; i++) { w[i] = E[b + i]; }
     return w;
 }
 
-fn q80_dot(w: array<u32, 17>, p: u32) -> f32 {
+fn i8x4(v: u32) -> vec4<f32> {                              // 4 int8, element 0 in the low byte
+    return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(v) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+
+fn q80_dot(w: array<u32, 18>, p: u32) -> f32 {
     var s0 = 0.0;
     var s1 = 0.0;
     for (var i = 0u; i < 8u; i++) {
-        let q0 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>((w[i] >> 16u) | (w[i + 1u] << 16u)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
-        let q1 = vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(w[9u + i]) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+        var q0: vec4<f32>;
+        var q1: vec4<f32>;
+        if (HQ != 0u) {
+            q0 = i8x4(w[i]);
+            q1 = i8x4(w[8u + i]);
+        } else {
+            q0 = i8x4((w[i] >> 16u) | (w[i + 1u] << 16u));
+            q1 = i8x4(w[9u + i]);
+        }
         s0 += dot(q0, xs[xs_at(p * 16u + i)]);
         s1 += dot(q1, xs[xs_at(p * 16u + 8u + i)]);
     }
+    if (HQ != 0u) { return bitcast<f32>(w[16]) * s0 + bitcast<f32>(w[17]) * s1; }
     return unpack2x16float(w[0]).x * s0 + unpack2x16float(w[8]).y * s1;
 }
 
-// Embedding row of `token`, element i (Q8_0 blocks read by byte offset).
+// Embedding row of `token`, element i (Q8_0 blocks read by byte offset; HQ: from the copy's item).
 fn embed_at(token: u32, i: u32) -> f32 {
+    if (HQ != 0u) {
+        let g = token * (D / 64u) + i / 64u;
+        let h = (i % 64u) / 32u;                             // block of the pair
+        let j = i % 32u;
+        let q = bitcast<i32>(((e_word(g, 8u * h + j / 4u) >> ((j % 4u) * 8u)) & 0xffu) << 24u) >> 24u;
+        return bitcast<f32>(e_word(g, 16u + h)) * f32(q);
+    }
     let blk = (token * (D / 32u) + i / 32u) * 34u;
     let d = unpack2x16float(E[blk >> 2u])[(blk >> 1u) & 1u];
     let o = blk + 2u + i % 32u;
@@ -1182,7 +1216,7 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let pairs = D / 64u;
     let n_it = HEAD_ROWS * pairs;
     let it0 = min(li, n_it - 1u);
-    var pre: array<u32, 17>;
+    var pre: array<u32, 18>;
     if (HPRE != 0u) { pre = q80_load(min(row0 + it0 / pairs, VOCAB - 1u), it0 % pairs); }
     let rf = acc_at(1u, (N_LAYERS - 1u) % 2u);               // FOLD (grid, even N_LAYERS): the last layer's RF
     let nw0 = nw[NOFF_OUT / 4u + min(li, D / 4u - 1u)];

@@ -122,7 +122,10 @@ class ResidentTuning:
     binds its own copy of the layer matrices with every layer's down (1) and output (2) projection column-major
     (wgsl/repack_cm.wgsl, made once in prepare; as much GPU memory again as the matrices), so that neighbouring
     invocations of those slices load neighbouring blocks instead of blocks a row apart; 4: in that copy q|k|v and
-    gate|up word-interleaved in chunks of 32 items, so that a warp's j-th words are one 128-byte line.
+    gate|up word-interleaved in chunks of 32 items, so that a warp's j-th words are one 128-byte line.  hq: 1 binds
+    the plan's copy of the tied embedding (wgsl/repack_head.wgsl, made once in prepare; 32 MB for SmolLM2), every
+    head item's quants unshifted and its scales as f32, word-interleaved in chunks of 32 items, so that the head's
+    loads are whole 128-byte lines instead of 17 words 68 bytes apart per invocation; same values, same sums.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -145,6 +148,7 @@ class ResidentTuning:
     hpre: int = 0
     dn: int = 0
     cm: int = 0
+    hq: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -215,12 +219,13 @@ class ResidentTuning:
     def check(self, cfg, sg_min: int = 4) -> None:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
-                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre)) or \
+                any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
+                                              self.hq)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
                 not 0 <= self.cm < 8:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold and hpre 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold, hpre and hq 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3, cm 0..7)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -364,7 +369,7 @@ async def prepare(m) -> None:
         raise GPUError(f"the resident plan is unsupported here: wg={t.wg} needs {t.shared_bytes(c, sg)} bytes of "
                        "workgroup memory, more than this device allows")
     if getattr(m, "resident_tuning", None) != t or getattr(m, "resident_sg", None) != sg or "r_step" not in m.kernels:
-        for key in ("resident_state", "resident_scratch", "resident_layers"):
+        for key in ("resident_state", "resident_scratch", "resident_layers", "resident_embd"):
             if key in m.act:
                 m.act.pop(key).destroy()
                 m.memory.pop(key, None)
@@ -375,7 +380,7 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm})
+                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
@@ -390,44 +395,51 @@ async def prepare(m) -> None:
             m.act[key] = await m.dev.checked(f"creating the GPU buffer {key}", m.dev.create_buffer, size,
                                              STORAGE | COPY_SRC | COPY_DST, key)
             m.memory[key] = size
-    if t.cm and "resident_layers" not in m.act:
-        await _repack(m, t, consts)
+    c = m.cfg
+    if t.cm and "resident_layers" not in m.act:     # the layer matrices, some column-major / interleaved
+        await _repack(m, "resident_layers", "repack_cm.wgsl", m.weights["layers"], int(m.weights["layers"].size), {
+            "D": c.d_model, "HEADS": c.n_heads, "HEAD_DIM": c.head_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers,
+            "L_STRIDE": consts["L_STRIDE"], "OFF_O": consts["OFF_O"], "OFF_DOWN": consts["OFF_DOWN"], "CM": t.cm,
+            "KV_HEADS": c.n_kv_heads, "OFF_GATE": consts["OFF_GATE"]})
+    if t.hq and "resident_embd" not in m.act:       # the embedding, head items interleaved
+        await _repack(m, "resident_embd", "repack_head.wgsl", m.weights["token_embd"], 4 * hq_words(c),
+                      {"D": c.d_model, "VOCAB": c.vocab})
 
 
-async def _repack(m, t: ResidentTuning, lay: dict) -> None:
-    """The plan's copy of the "layers" buffer with the down / output projections column-major (cm, see
-    wgsl/repack_cm.wgsl), made on the GPU once per tuning."""
+def hq_words(cfg) -> int:
+    """Words of the hq copy of the embedding (wgsl/repack_head.wgsl): 18 per head item (row, pair of blocks), in
+    whole chunks of 32 items."""
+    return -(-cfg.vocab * (cfg.d_model // 64) // 32) * 32 * 18
+
+
+async def _repack(m, key: str, file: str, src, size: int, consts: dict) -> None:
+    """m.act[key]: a `size`-byte copy of the weight buffer `src` in another layout, made on the GPU once per
+    tuning by wgsl/`file` (one invocation per u32 word of the copy)."""
     import js  # type: ignore
     from app.gpu import STORAGE
     from .kernels import load_kernel
-    c, src = m.cfg, m.weights["layers"]
-    size = int(src.size)
-    dst = await m.dev.checked("creating the GPU buffer resident_layers", m.dev.create_buffer, size, STORAGE,
-                              "resident_layers")
-    k = await load_kernel(m.dev, "repack_cm.wgsl", "main", {
-        "D": c.d_model, "HEADS": c.n_heads, "HEAD_DIM": c.head_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers,
-        "L_STRIDE": lay["L_STRIDE"], "OFF_O": lay["OFF_O"], "OFF_DOWN": lay["OFF_DOWN"], "CM": t.cm,
-        "KV_HEADS": c.n_kv_heads, "OFF_GATE": lay["OFF_GATE"]},
-        "resident repack_cm")
+    dst = await m.dev.checked(f"creating the GPU buffer {key}", m.dev.create_buffer, size, STORAGE, key)
+    k = await load_kernel(m.dev, file, "main", consts, f"resident {file}")
     groups = -(-size // 4 // 64)
     x = min(groups, 65535)
     enc = m.dev.device.createCommandEncoder()
     p = enc.beginComputePass()
     p.setPipeline(k.pipeline)
-    p.setBindGroup(0, k.bind(m.dev, [src, dst], "resident repack_cm"))
+    p.setBindGroup(0, k.bind(m.dev, [src, dst], f"resident {file}"))
     p.dispatchWorkgroups(x, -(-groups // x))
     p.end()
     m.dev.queue.submit(js.Array.of(enc.finish()))
     await m.dev.on_submitted_work_done()
     m.dev.raise_if_lost()
-    m.act["resident_layers"], m.memory["resident_layers"] = dst, size
+    m.act[key], m.memory[key] = dst, size
 
 
 def _bind_group(m):
     a = m.act
     layers = a["resident_layers"] if m.resident_tuning.cm else m.weights["layers"]
+    embd = a["resident_embd"] if m.resident_tuning.hq else m.weights["token_embd"]
     return m.group("r_step", f"resident@{m.ctx}", [
-        a["resident_state"], layers, m.weights["norms"], m.weights["token_embd"], a["rope"],
+        a["resident_state"], layers, m.weights["norms"], embd, a["rope"],
         a["k_cache"], a["v_cache"], a["resident_scratch"]])
 
 

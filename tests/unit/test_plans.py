@@ -164,7 +164,8 @@ def test_resident_tuning_fits_workgroup_memory():
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
     # prod holds every matvec's items and the P·V partials (4 floats per invocation; sga: head_dim per subgroup)
     assert big.prod(cfg, 32) == 4 * 512 and cpu.prod(cfg) == 3 * 64 * 9
-    for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}, {"fb": 24}, {"fb": 4}, {"wv": 2}):
+    for bad in ({"fb": 48}, {"fb": 128, "wg": 64}, {"fb": 512}, {"wg": 96}, {"fb": 24}, {"fb": 4}, {"wv": 2},
+                {"hq": 2}):
         with pytest.raises(ValueError, match="resident"):
             resident.ResidentTuning(**{"wg": 1024, **bad}).check(cfg)
     resident.ResidentTuning(wg=256, fb=96).check(cfg)
@@ -172,6 +173,13 @@ def test_resident_tuning_fits_workgroup_memory():
         t = resident.ResidentTuning(wg=256, fb=fb, acc=1, wo_parts=10)
         t.check(cfg)
         assert t.nwg(cfg) == nwg and t.max_wo_parts(cfg) == {16: 10, 8: 21}[fb]   # 21 · 28 rows ≥ 576 > 20 · 28
+
+
+def test_resident_hq_copy_holds_every_head_item():
+    """hq's copy of the embedding: 18 words per (row, pair of blocks) item, in whole chunks of 32 items."""
+    cfg = SimpleNamespace(d_model=576, vocab=49152)
+    assert resident.hq_words(cfg) == 49152 * 9 * 18                     # 442368 items, a multiple of 32
+    assert resident.hq_words(SimpleNamespace(d_model=64, vocab=33)) == 64 * 18   # 33 items: 2 chunks
 
 
 def test_resident_supported_why():
@@ -440,7 +448,7 @@ def test_resident_fold_and_rd():
             dataclasses.replace(ok, **bad).check(cfg, 32)
     with pytest.raises(ValueError, match="even number of layers"):
         ok.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    with pytest.raises(ValueError, match="fold and hpre 0 or 1"):
+    with pytest.raises(ValueError, match="hpre and hq 0 or 1"):
         dataclasses.replace(ok, rd=2).check(cfg, 32)
     assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
 
@@ -513,7 +521,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
     for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
-        with pytest.raises(ValueError, match="fold and hpre 0 or 1, acc 0..2"):
+        with pytest.raises(ValueError, match="hpre and hq 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
