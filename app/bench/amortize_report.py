@@ -50,13 +50,16 @@ def _median(values):
     return stats.median(v) if v else None
 
 
-BLOCK_KEYS = ("block_lengths", "block_read_ms", "block_gpu_ms")   # a block-loop run's record (app.llm.gpu_loop.run)
+BLOCK_KEYS = ("block_lengths", "block_sent_ms", "block_read_ms", "block_gpu_ms",   # a block-loop run's record
+              "block_gpu_gap_ms")                                                   # (app.llm.gpu_loop.run)
 
 
 def block_timing(results: list[dict]) -> list[dict]:
-    """Per run of a block loop: each block's length, when its tokens were read back (ms after decoding began;
-    blocks discarded after EOS or a cancel too) and its GPU time ("unsupported" without timestamp-query),
-    which is what tells a slow run's cause apart (a slow GPU or a late readback)."""
+    """Per run of a block loop: each block's length, when it was submitted and when its tokens were read back (ms
+    after decoding began; blocks discarded after EOS or a cancel too), its GPU time and the GPU's idle time
+    between one block's pass and the next one's (from the same timestamps; "unsupported" without
+    timestamp-query), which is what tells a slow run's cause apart (a slow GPU, a late submit or a late readback)
+    and where wall time goes beyond the GPU's."""
     return [{key: r.get(key) for key in BLOCK_KEYS} for r in results]
 
 

@@ -23,8 +23,8 @@ cost ~10 ms of encoding before the GPU started.  (One earlier compare run with t
 had two of three timed runs at ~400 tok/s.  Nothing that slow recurred in 14 timed runs that tested the ramp
 or in the runs with these defaults (…-touch), but 3 of the latter's 30 timed runs, each the first of its
 row, were 5–20 ms late with normal GPU time: their first readback came late, so the stall is on the CPU or
-readback side.  Every run records each block's readback and GPU time, `block_timing_runs`, which is how
-that shows.)
+readback side.  Every run records each block's submit and readback time, its GPU time and the GPU's idle
+time before the next block, `block_timing_runs`, which is how that shows.)
 EOS (or max_new) inside a block truncates the output there; the tokens computed after it,
 and the blocks already in flight (up to depth − 1), are discarded (counted as `wasted_tokens`).
 The last block is shortened to what max_new still needs, so the KV cache never goes past
@@ -155,6 +155,7 @@ class Loop:
             self.qs = self.dev.create_query_set(2 * n_blocks)
             self.ts = self.dev.create_buffer(16 * n_blocks, QUERY_RESOLVE | COPY_SRC, "gpu_loop timestamps")
         self.dispatches = self.submits = self.readbacks = self.computed = self.blocks = 0
+        self.gpu_gaps: list[float] = []      # gpu_ms(): GPU ms from each block's pass end to the next one's start
 
     async def replay(self, plan, timestamps=None) -> None:
         from app.plan import replay
@@ -208,7 +209,9 @@ class Loop:
         enc.resolveQuerySet(self.qs, 0, 2 * self.blocks, self.ts, 0)
         self.dev.queue.submit(js.Array.of(enc.finish()))
         raw = np.frombuffer(await self.dev.read_buffer(self.ts, 16 * self.blocks), np.uint64).astype(np.int64)
-        return [float(e - s) / 1e6 for s, e in raw.reshape(-1, 2)]
+        pairs = raw.reshape(-1, 2)
+        self.gpu_gaps = [float(s - e) / 1e6 for e, s in zip(pairs[:-1, 1], pairs[1:, 0])]
+        return [float(e - s) / 1e6 for s, e in pairs]
 
     def destroy(self) -> None:
         for b in (*self.staging, self.carry, *((self.ts, self.qs) if self.timed else ())):
@@ -265,7 +268,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
     depth = parse_depth(lab.params.get("depth") if depth is None else depth)
     loop = how.loop(m, driver, k, len(lengths), depth)
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
-    stopped, pending, t_first, read_at = "max_new_tokens", [], None, []
+    stopped, pending, t_first, read_at, sent_at = "max_new_tokens", [], None, [], []
     try:
         t0 = _now()
         await how.prefill(m, loop, prompt_ids)
@@ -276,6 +279,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         while pending or nxt < len(lengths):
             while nxt < len(lengths) and len(pending) < depth:
                 pending.append(await loop.decode_block(pos, lengths[nxt]))
+                sent_at.append(round(_now() - t_dec, 3))
                 pos, nxt = pos + lengths[nxt], nxt + 1
             got, stop = truncate(await loop.read(pending.pop(0)), max_new - len(out), m.cfg.eos_id)
             t_last = _now()
@@ -319,5 +323,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,
         "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else "unsupported",
+        "block_sent_ms": sent_at,
+        "block_gpu_gap_ms": [round(g, 4) for g in loop.gpu_gaps] if gpu_ms else "unsupported",
         "wall_s": round((_now() - t0) / 1000, 3),
     }

@@ -59,11 +59,15 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
     # 4 tokens: blocks of 3 and 1, or ramping up (decode_lengths) 1, 1 and 2
     assert by["gpu_loop"]["blocks"] == (3 if ramp == "1" else 2) and by["gpu_loop"]["ramp"] is (ramp == "1")
     assert by["gpu_loop"]["readbacks_per_token"] == pytest.approx(by["gpu_loop"]["blocks"] / 4)
-    (bt,) = by["gpu_loop"]["block_timing_runs"]                 # one run: each block's readback and GPU time
+    (bt,) = by["gpu_loop"]["block_timing_runs"]                 # one run: each block's submit, readback, GPU time
     assert bt["block_lengths"] == ([1, 1, 2] if ramp == "1" else [3, 1])
     assert len(bt["block_read_ms"]) == len(bt["block_lengths"]) and bt["block_read_ms"] == sorted(bt["block_read_ms"])
+    assert len(bt["block_sent_ms"]) == len(bt["block_lengths"]) and bt["block_sent_ms"] == sorted(bt["block_sent_ms"])
+    assert all(0 <= s < r for s, r in zip(bt["block_sent_ms"], bt["block_read_ms"]))   # submitted before read back
     if bt["block_gpu_ms"] != "unsupported":                     # adapters without timestamp-query
         assert len(bt["block_gpu_ms"]) == len(bt["block_lengths"]) and all(g > 0 for g in bt["block_gpu_ms"])
+        # one queue, one clock: each block's pass starts after the previous one's ends
+        assert len(bt["block_gpu_gap_ms"]) == len(bt["block_lengths"]) - 1 and all(g >= 0 for g in bt["block_gpu_gap_ms"])
 
 
 @pytest.mark.parametrize("driver", ["python", "js"])
