@@ -126,6 +126,9 @@ class ResidentTuning:
     the plan's copy of the tied embedding (wgsl/repack_head.wgsl, made once in prepare; 32 MB for SmolLM2), every
     head item's quants unshifted and its scales as f32, word-interleaved in chunks of 32 items, so that the head's
     loads are whole 128-byte lines instead of 17 words 68 bytes apart per invocation; same values, same sums.
+    sgp: 1 (with sga) has every slot of the attention take two positions an iteration, their scores' shuffles
+    interleaved and one running-max update for both, so half as many dependent rounds (the softmax's rounding
+    changes).
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -149,6 +152,7 @@ class ResidentTuning:
     dn: int = 0
     cm: int = 0
     hq: int = 0
+    sgp: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -220,12 +224,12 @@ class ResidentTuning:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.hq)) or \
+                                              self.hq, self.sgp)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
                 not 0 <= self.cm < 8:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre and hq 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold, hpre, hq and sgp 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3, cm 0..7)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -380,7 +384,8 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq})
+                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq,
+                       "SGP": t.sgp})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
