@@ -123,9 +123,11 @@ def _pass_desc(timestamps):
                                        "endOfPassWriteIndex": end}})
 
 
-def replay_python(dev, plan: Plan, mode: str, timestamps=None):
+def replay_python(dev, plan: Plan, mode: str, timestamps=None, copies=None):
     """Encode and submit plan in mode, call by call from Python.  Returns None, or for naive mode an
-    awaitable.  timestamps=(querySet, begin, end) wraps the single pass of one_pass mode."""
+    awaitable.  timestamps=(querySet, begin, end) wraps the single pass of one_pass mode; copies, a list of
+    copyBufferToBuffer argument tuples, are encoded after the pass(es) of one_encoder / one_pass mode, in the
+    same command buffer (a block loop's readback)."""
     _prepare_offsets(plan)
     device, queue = dev.device, dev.queue
     if mode == "naive":
@@ -147,6 +149,8 @@ def replay_python(dev, plan: Plan, mode: str, timestamps=None):
         p.end()
     else:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+    for c in copies or ():
+        enc.copyBufferToBuffer(*c)
     queue.submit(js.Array.of(enc.finish()))
     return None
 
@@ -166,17 +170,20 @@ async def _replay_naive(dev, plan: Plan):
         await dev.queue.onSubmittedWorkDone()
 
 
-def replay_js(dev, plan: Plan, mode: str, timestamps=None):
+def replay_js(dev, plan: Plan, mode: str, timestamps=None, copies=None):
     """Same as replay_python, in one FFI call into static/replay.js.  Naive mode returns a promise."""
+    jc = js.Array.of(*[js.Array.of(*c) for c in copies]) if copies else None
     if timestamps is not None:
         qs, begin, end = timestamps
-        return js.dlReplay.replay(dev.device, plan.to_js(), mode, qs, begin, end)
+        return js.dlReplay.replay(dev.device, plan.to_js(), mode, qs, begin, end, jc)
+    if jc is not None:
+        return js.dlReplay.replay(dev.device, plan.to_js(), mode, None, 0, 0, jc)
     return js.dlReplay.replay(dev.device, plan.to_js(), mode)
 
 
-async def replay(dev, plan: Plan, mode: str, driver: str = "python", timestamps=None):
+async def replay(dev, plan: Plan, mode: str, driver: str = "python", timestamps=None, copies=None):
     """Replay and, for naive mode, wait for each step (other modes return right after submit)."""
     fn = replay_python if driver == "python" else replay_js
-    r = fn(dev, plan, mode, timestamps)
+    r = fn(dev, plan, mode, timestamps, copies)
     if r is not None:
         await r

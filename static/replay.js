@@ -32,7 +32,8 @@ async function naive(device, steps) {
   }
 }
 
-function replay(device, steps, mode, querySet, begin, end) {
+// copies: [[src, srcOffset, dst, dstOffset, size], ...] encoded after the pass(es), in the same command buffer.
+function replay(device, steps, mode, querySet, begin, end, copies) {
   if (mode === "naive") return naive(device, steps);
   if (mode === "sequential") {
     for (const s of steps) submitOne(device, s);
@@ -53,6 +54,7 @@ function replay(device, steps, mode, querySet, begin, end) {
   } else {
     throw new Error("unknown replay mode " + mode);
   }
+  if (copies) for (const c of copies) enc.copyBufferToBuffer(c[0], c[1], c[2], c[3], c[4]);
   device.queue.submit([enc.finish()]);
   return null;
 }

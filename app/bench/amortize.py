@@ -170,8 +170,10 @@ async def _kernel_profile(lab, cfg) -> dict:
 
 def set_tuning(params: dict) -> None:
     """fused_tuning={"wg": 16, ...} and resident_tuning={"wg": 512, ...} (JSON) override the fused and
-    resident kernels' shapes, for tuning runs."""
-    from app.llm import fused, resident
+    resident kernels' shapes, for tuning runs; copy_apart=1 gives the block loops' readback copies a submit of
+    their own (app.llm.gpu_loop.parse_copy_apart), for A/B runs."""
+    from app.llm import fused, gpu_loop, resident
+    gpu_loop.OPTIONS["copy_apart"] = gpu_loop.parse_copy_apart(params.get("copy_apart"))
     _overrides(params.get("fused_tuning"), "fused_tuning", fused.FusedTuning, fused.OVERRIDES)
     _overrides(params.get("resident_tuning"), "resident_tuning", resident.ResidentTuning, resident.OVERRIDES)
 

@@ -91,6 +91,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
         row["blocks"] = first.get("blocks")
         row["ramp"] = first.get("ramp")
         row["depth"] = first.get("depth")
+        row["copy_apart"] = first.get("copy_apart")
         row["block_timing_runs"] = block_timing(runs)
     return row
 

@@ -97,6 +97,20 @@ def parse_ramp(value) -> bool:
     return v in TRUE
 
 
+OPTIONS = {"copy_apart": False}      # set by app.bench.amortize.set_tuning from the URL parameter copy_apart
+
+
+def parse_copy_apart(value) -> bool:
+    """copy_apart from a URL/form value (None or "" → off): 1 submits each block's readback copy in a command
+    buffer of its own after the block's (2 submits a block, as before 2026-12-05), for A/B runs."""
+    v = str(value if value is not None else "").strip().lower()
+    if v == "":
+        return False
+    if v not in TRUE + FALSE:
+        raise ValueError(f"copy_apart must be 1 or 0 (on or off), got {value!r}")
+    return v in TRUE
+
+
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
     """The tokens to deliver from a block: at most `room`, ending at the first EOS (kept, like the
     reference's greedy).  Returns (tokens, stop)."""
@@ -144,9 +158,9 @@ def _now() -> float:
 class Loop:
     """GPU-side state of one run: staging buffers, carry, optional timestamps, counters."""
 
-    def __init__(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH):
+    def __init__(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH, apart: bool = False):
         from app.gpu import COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE
-        self.m, self.dev, self.driver, self.k, self.depth = m, m.dev, driver, k, depth
+        self.m, self.dev, self.driver, self.k, self.depth, self.apart = m, m.dev, driver, k, depth, apart
         self.staging = [self.dev.create_buffer(4 * k, MAP_READ | COPY_DST, f"gpu_loop readback {i}")
                         for i in range(depth)]
         self.carry = self.dev.create_buffer(16, COPY_SRC | COPY_DST, "gpu_loop carry")
@@ -157,24 +171,29 @@ class Loop:
         self.dispatches = self.submits = self.readbacks = self.computed = self.blocks = 0
         self.gpu_gaps: list[float] = []      # gpu_ms(): GPU ms from each block's pass end to the next one's start
 
-    async def replay(self, plan, timestamps=None) -> None:
+    async def replay(self, plan, timestamps=None, copies=None) -> None:
         from app.plan import replay
-        await replay(self.dev, plan, "one_pass", self.driver, timestamps=timestamps)
+        await replay(self.dev, plan, "one_pass", self.driver, timestamps=timestamps, copies=copies)
         c = plan.counts("one_pass")
         self.dispatches += c["dispatches"]
         self.submits += c["submits"]
 
     async def decode_block(self, pos: int, length: int):
-        """Submit one block; returns (staging buffer, its map promise)."""
+        """Submit one block with its readback copy in the same command buffer (apart: in one of its own);
+        returns (staging buffer, its map promise)."""
         import js  # type: ignore
         from app.gpu import MAP_READ
         b = self.blocks
-        await self.replay(self.block(pos, length), (self.qs, 2 * b, 2 * b + 1) if self.timed else None)
         st = self.staging[b % self.depth]
-        enc = self.dev.device.createCommandEncoder()
-        self.copy_out(enc, pos, length, st)
-        self.dev.queue.submit(js.Array.of(enc.finish()))
-        self.submits += 1
+        copies = self.copy_out(pos, length, st)
+        ts = (self.qs, 2 * b, 2 * b + 1) if self.timed else None
+        await self.replay(self.block(pos, length), ts, None if self.apart else copies)
+        if self.apart:
+            enc = self.dev.device.createCommandEncoder()
+            for c in copies:
+                enc.copyBufferToBuffer(*c)
+            self.dev.queue.submit(js.Array.of(enc.finish()))
+            self.submits += 1
         self.readbacks += 1
         self.computed += length
         self.blocks += 1
@@ -185,12 +204,11 @@ class Loop:
         write_steps(self.m, pos, length)
         return block_plan(self.m, length, True)
 
-    def copy_out(self, enc, pos: int, length: int, st) -> None:
-        """Encode the block's readback into st: tokens[1..length], and tokens[length] → carry → tokens[0]."""
+    def copy_out(self, pos: int, length: int, st) -> list[tuple]:
+        """The block's readback copies (copyBufferToBuffer arguments) into st: tokens[1..length], and
+        tokens[length] → carry → tokens[0]."""
         tokens = self.m.act["tokens"]
-        enc.copyBufferToBuffer(tokens, 4, st, 0, 4 * length)
-        enc.copyBufferToBuffer(tokens, 4 * length, self.carry, 0, 4)
-        enc.copyBufferToBuffer(self.carry, 0, tokens, 0, 4)
+        return [(tokens, 4, st, 0, 4 * length), (tokens, 4 * length, self.carry, 0, 4), (self.carry, 0, tokens, 0, 4)]
 
     async def read(self, pending) -> list[int]:
         import js  # type: ignore
@@ -236,8 +254,8 @@ class FusedLoop:
     async def prepare(self, m) -> None:
         await prepare(m)
 
-    def loop(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH) -> "Loop":
-        return Loop(m, driver, k, n_blocks, depth)
+    def loop(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH, apart: bool = False) -> "Loop":
+        return Loop(m, driver, k, n_blocks, depth, apart)
 
     async def prefill(self, m, loop: "Loop", ids: list) -> None:
         await prefill(m, loop, ids[:-1])
@@ -266,7 +284,8 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
     ramp = parse_ramp(lab.params.get("ramp") if ramp is None else ramp)
     lengths = decode_lengths(max_new, k, ramp)
     depth = parse_depth(lab.params.get("depth") if depth is None else depth)
-    loop = how.loop(m, driver, k, len(lengths), depth)
+    apart = OPTIONS["copy_apart"]
+    loop = how.loop(m, driver, k, len(lengths), depth, apart)
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
     stopped, pending, t_first, read_at, sent_at = "max_new_tokens", [], None, [], []
     try:
@@ -320,6 +339,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
                        if gpu_ms else "this adapter has no timestamp-query"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
+        "copy_apart": apart,
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,
         "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else "unsupported",

@@ -7,8 +7,8 @@ this module is enough) and says, per plan, what one token costs in dispatches, s
 | token_encoder | one_encoder  | 485              | 1 + 1                    | 1               |
 | token_pass    | one_pass     | 485              | 1 + 1                    | 1               |
 | fused         | one_pass     | 123              | 1 + 1                    | 1               |
-| gpu_loop (K)  | one_pass     | 123              | (1 + 1) / K              | 1 / K           |
-| resident (K)  | one_pass     | 62 + 1/K         | (1 + 1) / K              | 1 / K           |
+| gpu_loop (K)  | one_pass     | 123              | 1 / K (copy in the block)| 1 / K           |
+| resident (K)  | one_pass     | 62 + 1/K         | 1 / K (copy in the block)| 1 / K           |
 (SmolLM2-135M: 30 layers.)  resident: 2 per layer (3 with split, the GPU default: 92 + 1/K) + FINAL + head,
 and one argmax tail per block of K; its dispatches after the first of a token encode only dispatchWorkgroups
 (app/llm/resident.py).  A PlanSpec may carry two optional attributes that app/llm/generate.py
@@ -33,11 +33,11 @@ def declared_costs(plan: str, n_layers: int, k: int = gpu_loop.DEFAULT_K, split:
     d = fused.dispatch_count(n_layers, True)
     if plan == "fused":
         return {"dispatches_per_token": d, "submits_per_token": 2, "readbacks_per_token": 1}
-    if plan == "gpu_loop":
-        return {"dispatches_per_token": d, "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
+    if plan == "gpu_loop":       # one submit a block: its pass and its readback copy in one command buffer
+        return {"dispatches_per_token": d, "submits_per_token": 1 / k, "readbacks_per_token": 1 / k}
     if plan == "resident":
         return {"dispatches_per_token": resident.expected_dispatches(n_layers, k, 1, split),
-                "submits_per_token": 2 / k, "readbacks_per_token": 1 / k}
+                "submits_per_token": 1 / k, "readbacks_per_token": 1 / k}
     raise ValueError(f"unknown plan {plan!r}; choose one of {', '.join(ORDER)}")
 
 

@@ -475,9 +475,9 @@ class ResidentLoop(Loop):
     def block(self, pos: int, length: int):
         return block_plan(self.m, length, True, True)
 
-    def copy_out(self, enc, pos: int, length: int, st) -> None:
+    def copy_out(self, pos: int, length: int, st) -> list[tuple]:
         at = tokens_at(self.m.cfg, self.m.resident_tuning)
-        enc.copyBufferToBuffer(self.m.act["resident_state"], 4 * (at + pos + 1), st, 0, 4 * length)
+        return [(self.m.act["resident_state"], 4 * (at + pos + 1), st, 0, 4 * length)]
 
 
 class Resident:
@@ -486,8 +486,8 @@ class Resident:
     async def prepare(self, m) -> None:
         await prepare(m)
 
-    def loop(self, m, driver: str, k: int, n_blocks: int, depth: int = gpu_loop.DEPTH):
-        return ResidentLoop(m, driver, k, n_blocks, depth)
+    def loop(self, m, driver: str, k: int, n_blocks: int, depth: int = gpu_loop.DEPTH, apart: bool = False):
+        return ResidentLoop(m, driver, k, n_blocks, depth, apart)
 
     async def prefill(self, m, loop, ids: list) -> None:
         """State header (counter 0) and the prompt, then positions 0..n-2 without the head."""

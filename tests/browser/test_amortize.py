@@ -59,6 +59,9 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
     # 4 tokens: blocks of 3 and 1, or ramping up (decode_lengths) 1, 1 and 2
     assert by["gpu_loop"]["blocks"] == (3 if ramp == "1" else 2) and by["gpu_loop"]["ramp"] is (ramp == "1")
     assert by["gpu_loop"]["readbacks_per_token"] == pytest.approx(by["gpu_loop"]["blocks"] / 4)
+    # one submit a block: the readback copy rides in the block's command buffer
+    assert by["gpu_loop"]["submits_per_token"] == pytest.approx(by["gpu_loop"]["blocks"] / 4)
+    assert by["gpu_loop"]["copy_apart"] is False
     (bt,) = by["gpu_loop"]["block_timing_runs"]                 # one run: each block's submit, readback, GPU time
     assert bt["block_lengths"] == ([1, 1, 2] if ramp == "1" else [3, 1])
     assert len(bt["block_read_ms"]) == len(bt["block_lengths"]) and bt["block_read_ms"] == sorted(bt["block_read_ms"])
@@ -72,8 +75,11 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
 
 @pytest.mark.parametrize("driver", ["python", "js"])
 def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, driver):
+    """The JS row submits each block's readback copy on its own (copy_apart=1, the old way, for A/B runs): 2
+    submits a block instead of 1, the same tokens."""
+    apart = driver == "js"
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": driver,
-                                    "k": 3})
+                                    "k": 3, "copy_apart": "1" if apart else ""})
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
@@ -82,6 +88,7 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["dispatches_per_token"] == (62 * 4 + 3) / 4      # 2·30 + FINAL + head per token, a tail per block
     assert r["dispatch_count_ok"] is True
     assert r["readbacks_per_token"] == pytest.approx(3 / 4)
+    assert r["copy_apart"] is apart and r["submits_per_token"] == pytest.approx((2 if apart else 1) * 3 / 4)
 
 
 LONG_PROMPT = " ".join(["one two three four five six seven eight nine ten"] * 7)   # 70 tokens: > 64 positions

@@ -39,7 +39,7 @@ def test_fused_dispatch_count_meets_target():
 
 @pytest.mark.parametrize("plan,want", [
     ("op_by_op", (485, 486, 1)), ("token_encoder", (485, 2, 1)), ("token_pass", (485, 2, 1)),
-    ("fused", (123, 2, 1)), ("gpu_loop", (123, 2 / 16, 1 / 16)), ("resident", (62 + 1 / 16, 2 / 16, 1 / 16))])
+    ("fused", (123, 2, 1)), ("gpu_loop", (123, 1 / 16, 1 / 16)), ("resident", (62 + 1 / 16, 1 / 16, 1 / 16))])
 def test_declared_costs(plan, want):
     c = plans.declared_costs(plan, 30, k=16)
     assert (c["dispatches_per_token"], c["submits_per_token"], c["readbacks_per_token"]) == pytest.approx(want)
