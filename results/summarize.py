@@ -1,9 +1,22 @@
 """One line per plan row of a bench JSON, for the device scripts' summary.txt:
-file plan driver tok/s [CI] gpu_ms wall_ms stopped tokens hash(ids) % 100000 error.
+file plan driver tok/s [CI] gpu_ms wall_ms stopped tokens hash(ids) % 100000 error, gaps (see gaps()).
 Usage: python3 results/summarize.py FILE.json"""
 import json
 import os
 import sys
+
+
+
+def gaps(p):
+    """Per timed run (block loops with timestamps): GPU idle between blocks, and the rest of the wall time (before
+    the first block's pass and after the last one's), both ms: "gaps A/B …"."""
+    out = []
+    for r in p.get("block_timing_runs") or []:
+        g, gpu, read = r.get("block_gpu_gap_ms"), r.get("block_gpu_ms"), r.get("block_read_ms")
+        if isinstance(g, list) and isinstance(gpu, list) and read:
+            out.append(f"{sum(g):.2f}/{read[-1] - sum(g) - sum(gpu):.2f}")
+    return "gaps " + " ".join(out) if out else ""
+
 
 name = os.path.basename(sys.argv[1])
 try:
@@ -15,6 +28,6 @@ for p in (d.get("amortize") or {}).get("plans", []):
     t = p.get("generated_token_ids") or []
     print(name, p.get("plan"), p.get("driver"), "tok/s", p.get("decode_tok_per_s"), p.get("decode_tok_per_s_ci95"),
           "gpu_ms", p.get("gpu_ms_per_token"), "ms", p.get("ms_per_token"), p.get("stopped"), len(t),
-          hash(tuple(t)) % 100000, p.get("error") or p.get("unsupported") or "")
+          hash(tuple(t)) % 100000, p.get("error") or p.get("unsupported") or "", gaps(p))
 if "error" in d:
     print(name, "error:", str(d["error"])[:300])
