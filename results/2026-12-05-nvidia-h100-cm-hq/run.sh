@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device-side command of 1-ab (../../../shared/gpu/README.md recipe):
-#   source .gpu/device.sh && bash results/2026-12-05-nvidia-h200-cm-hq/run.sh
+#   source .gpu/device.sh && bash results/2026-12-05-nvidia-h100-cm-hq/run.sh
 # On top of the defaults (dn 3), interleaved with them, 2 rounds, 128 tokens, JS: hq 1 (the plan's copy of the
 # embedding, head items word-interleaved), cm 7 / 3 / 4 (the plan's copy of the layer matrices), sgp 1 (two attention
 # positions per slot an iteration), copy_apart=1 (the readback copy submitted on its own, the old way), hq + sgp,
