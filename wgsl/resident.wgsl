@@ -63,8 +63,6 @@
 //   its attention and add their share of the rows of its output-projection slice.
 // SGA = 1 (ResidentTuning.sga): the attention of attn_sg (a running max and sum per group of SGL subgroup
 //   lanes, no workgroup barrier until the groups merge) instead of attn_old (chunks of WG positions).
-//   SGP = 1 (ResidentTuning.sgp): each iteration of attn_sg's loop takes two positions per slot, their scores'
-//   shuffles interleaved and one running-max update for both, so half as many dependent rounds.
 // RD = 1 (ResidentTuning.rd): a step reads an accumulator with every invocation loading ≤ ceil(2·D / WG) of its words
 //   into workgroup memory (accw) first, instead of D / 4 invocations loading 8 atomic words each.
 // FOLD = 1 (ResidentTuning.fold; needs ACC, GRID and an even N_LAYERS): decode blocks dispatch no FINAL step; the
@@ -137,7 +135,6 @@ override ACCW: u32 = 1u;                                     // words of accw: 2
 override DN: u32 = 0u;
 override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major,
                                                              // 4: q|k|v and gate|up word-interleaved (load10_in)
-override SGP: u32 = 0u;                                      // SGA: 1: two positions per slot an iteration (attn_sg)
 override HQ: u32 = 0u;                                       // 1: E is the plan's copy, 18 words per item interleaved (e_word)
 
 @group(0) @binding(0) var<storage, read_write> st: State;
@@ -959,40 +956,15 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     var m = -BIG;
     var lsum = 0.0;
     let kmax = select((n + slots - 1u) / slots, 0u, skip(4u));   // the same for every slot: uniform shuffles
-    let step = 1u + min(SGP, 1u);                            // SGP: rounds k and k + 1 in one iteration
-    for (var k = 0u; k < kmax; k += step) {
+    for (var k = 0u; k < kmax; k++) {
         let t = slot + k * slots;
-        let t1 = t + slots;                                   // SGP: the second position (t1 ≥ n past the last round)
         let ok = t < n;
-        let ok1 = SGP != 0u && t1 < n;                        // implies ok
         var d = 0.0;
-        var d1 = 0.0;
         for (var j = 0u; j < SGV_MAX; j++) {
             if (j < sgv && ok) { d += dot(qv[j], kv_at(0u, t, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf)); }
-            if (j < sgv && ok1) {
-                d1 += dot(qv[j], kv_at(0u, t1, d0 + j * SGL, (k + 1u) * sgv + j, pos, cache0, kpf, vpf));
-            }
         }
-        for (var o = 1u; o < SGL; o <<= 1u) {                // SGP: the two sums' shuffles interleaved
-            d += subgroupShuffleXor(d, o);
-            if (SGP != 0u) { d1 += subgroupShuffleXor(d1, o); }
-        }
-        if (ok1) {                                            // SGP: both positions, one update
-            let s = d * inv;
-            let s1 = d1 * inv;
-            let m_new = max(max(m, s), s1);
-            let corr = exp(m - m_new);
-            let p = exp(s - m_new);
-            let p1 = exp(s1 - m_new);
-            lsum = lsum * corr + p + p1;
-            for (var j = 0u; j < SGV_MAX; j++) {
-                if (j < sgv) {
-                    acc[j] = acc[j] * corr + p * kv_at(1u, t, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf)
-                             + p1 * kv_at(1u, t1, d0 + j * SGL, (k + 1u) * sgv + j, pos, cache0, kpf, vpf);
-                }
-            }
-            m = m_new;
-        } else if (ok) {
+        for (var o = 1u; o < SGL; o <<= 1u) { d += subgroupShuffleXor(d, o); }
+        if (ok) {
             let s = d * inv;
             let m_new = max(m, s);
             let corr = exp(m - m_new);

@@ -118,7 +118,7 @@ class ResidentTuning:
     reads the residual.  dn (bitmask, 0..3): 1 sums rmsnorm's Σ r² across subgroups after the matvec's barrier
     (the scale is applied after the dot products) instead of with two barriers of its own before the matvec, same
     bits; 2 computes the Q4_1 block sums by subgroup shuffles in the residual loop, without a pass and barrier
-    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..3): the plan
+    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..7; 3 on GPUs): the plan
     binds its own copy of the layer matrices with every layer's down (1) and output (2) projection column-major
     (wgsl/repack_cm.wgsl, made once in prepare; as much GPU memory again as the matrices), so that neighbouring
     invocations of those slices load neighbouring blocks instead of blocks a row apart; 4: in that copy q|k|v and
@@ -126,10 +126,7 @@ class ResidentTuning:
     the plan's copy of the tied embedding (wgsl/repack_head.wgsl, made once in prepare; 32 MB for SmolLM2), every
     head item's quants unshifted and its scales as f32, word-interleaved in chunks of 32 items, so that the head's
     loads are whole 128-byte lines instead of 17 words 68 bytes apart per invocation; same values, same sums.
-    sgp: 1 (with sga) has every slot of the attention take two positions an iteration, their scores' shuffles
-    interleaved and one running-max update for both, so half as many dependent rounds (the softmax's rounding
-    changes).
-    GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
+    GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, cm 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
@@ -152,7 +149,6 @@ class ResidentTuning:
     dn: int = 0
     cm: int = 0
     hq: int = 0
-    sgp: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -172,9 +168,11 @@ class ResidentTuning:
             # touch 4 (the Q|K|V step loads the layer's K/V cache for the ATTN step): 0.6957–0.6958 vs
             # 0.6986–0.6998 in 3 calls; touch 1, 2, 3, 7, 15 (weights) 0.706–0.722, slower (…-touch);
             # dn 3: 0.6713, 0.6700, 0.6714 vs 0.6801, 0.6799, 0.6798 (dn 1: 0.678), again 0.673–0.675 vs 0.682–0.684
-            # in two more calls, same tokens (results/2026-12-05-nvidia-h200-dn)
+            # in two more calls, same tokens (results/2026-12-05-nvidia-h200-dn); cm 3 (down and output
+            # projections column-major): 0.6843, 0.6845 vs 0.6910, 0.6916 on an H100 (cm 4: 0.690; hq: 0.691;
+            # results/2026-12-05-nvidia-h100-cm-hq)
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
-                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4, dn=3)
+                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4, dn=3, cm=3)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
                 if wg <= cap and t.shared_bytes(cfg, min_subgroup(info)) <= mem:
                     return t
@@ -224,12 +222,12 @@ class ResidentTuning:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.hq, self.sgp)) or \
+                                              self.hq)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
                 not 0 <= self.cm < 8:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre, hq and sgp 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold, hpre and hq 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3, cm 0..7)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -384,8 +382,7 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq,
-                       "SGP": t.sgp})
+                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq})
         modules: dict = {}
         for entry in ("step", "head", "tail"):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts

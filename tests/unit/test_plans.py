@@ -148,8 +148,8 @@ def test_resident_tuning_fits_workgroup_memory():
     assert (cpu.wg, cpu.nwg(cfg), cpu.head_groups(cfg)) == (64, 24, 768)
     lim = {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupStorageSize": 32768}
     big = resident.ResidentTuning.for_adapter({"subgroupMinSize": 32}, lim, cfg)
-    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.fb, big.wo_parts, big.touch, big.dn) == \
-        (512, 1, 1, 1, 4, 1, 16, 10, 4, 3)
+    assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.fb, big.wo_parts, big.touch, big.dn,
+            big.cm, big.hq) == (512, 1, 1, 1, 4, 1, 16, 10, 4, 3, 3, 0)
     assert big.nwg(cfg) == 96
     assert big.shared_bytes(cfg, 32) <= 32768
     big.check(cfg, 32)
@@ -158,7 +158,7 @@ def test_resident_tuning_fits_workgroup_memory():
     assert (narrow.wg, narrow.sga, narrow.wo_parts) == (512, 0, 10) and narrow.shared_bytes(cfg, 4) <= 32768
     assert big.max_wo_parts(cfg) == 10 and cpu.max_wo_parts(cfg) == 2     # 96 // 9, 24 // 9
     assert big.max_wo_parts(SimpleNamespace(**{**vars(cfg), "ffn": 16 * 225})) == 24   # 25 would leave a part empty
-    assert (cpu.split, cpu.acc, cpu.grid, cpu.touch, cpu.dn) == (0, 0, 0, 0, 0)
+    assert (cpu.split, cpu.acc, cpu.grid, cpu.touch, cpu.dn, cpu.cm) == (0, 0, 0, 0, 0, 0)
     small = resident.ResidentTuning.for_adapter({}, {"maxComputeInvocationsPerWorkgroup": 1024,
                                                      "maxComputeWorkgroupStorageSize": 16384}, cfg)
     assert small.shared_bytes(cfg) <= 16384 and small.wg >= 64
@@ -450,7 +450,7 @@ def test_resident_fold_and_rd():
             dataclasses.replace(ok, **bad).check(cfg, 32)
     with pytest.raises(ValueError, match="even number of layers"):
         ok.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    with pytest.raises(ValueError, match="hpre, hq and sgp 0 or 1"):
+    with pytest.raises(ValueError, match="hpre and hq 0 or 1"):
         dataclasses.replace(ok, rd=2).check(cfg, 32)
     assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
 
@@ -523,7 +523,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
     for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
-        with pytest.raises(ValueError, match="hpre, hq and sgp 0 or 1, acc 0..2"):
+        with pytest.raises(ValueError, match="hpre and hq 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
