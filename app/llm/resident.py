@@ -118,7 +118,7 @@ class ResidentTuning:
     reads the residual.  dn (bitmask, 0..3): 1 sums rmsnorm's Σ r² across subgroups after the matvec's barrier
     (the scale is applied after the dot products) instead of with two barriers of its own before the matvec, same
     bits; 2 computes the Q4_1 block sums by subgroup shuffles in the residual loop, without a pass and barrier
-    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..7; 3 on GPUs): the plan
+    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..7; 1 on GPUs): the plan
     binds its own copy of the layer matrices with every layer's down (1) and output (2) projection column-major
     (wgsl/repack_cm.wgsl, made once in prepare; as much GPU memory again as the matrices), so that neighbouring
     invocations of those slices load neighbouring blocks instead of blocks a row apart; 4: in that copy q|k|v and
@@ -126,7 +126,7 @@ class ResidentTuning:
     the plan's copy of the tied embedding (wgsl/repack_head.wgsl, made once in prepare; 32 MB for SmolLM2), every
     head item's quants unshifted and its scales as f32, word-interleaved in chunks of 32 items, so that the head's
     loads are whole 128-byte lines instead of 17 words 68 bytes apart per invocation; same values, same sums.
-    GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, cm 3, fb 16, as many workgroups per head as fit (10 for SmolLM2),
+    GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, cm 1, 128 head rows, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
     wg: int = 64
@@ -168,11 +168,12 @@ class ResidentTuning:
             # touch 4 (the Q|K|V step loads the layer's K/V cache for the ATTN step): 0.6957–0.6958 vs
             # 0.6986–0.6998 in 3 calls; touch 1, 2, 3, 7, 15 (weights) 0.706–0.722, slower (…-touch);
             # dn 3: 0.6713, 0.6700, 0.6714 vs 0.6801, 0.6799, 0.6798 (dn 1: 0.678), again 0.673–0.675 vs 0.682–0.684
-            # in two more calls, same tokens (results/2026-12-05-nvidia-h200-dn); cm 3 (down and output
-            # projections column-major): 0.6843, 0.6845 vs 0.6910, 0.6916 on an H100 (cm 4: 0.690; hq: 0.691;
-            # results/2026-12-05-nvidia-h100-cm-hq)
+            # in two more calls, same tokens (results/2026-12-05-nvidia-h200-dn); on an H100
+            # (results/2026-12-05-nvidia-h100-cm-hq): cm 3 (down and output projections column-major) 0.6837-0.6845
+            # vs cm 0 0.6915-0.6924 in 3 rounds, cm 1 (down only) 0.6809-0.6822, cm 2 (output only) 0.6933-0.6946
+            # (cm 4: 0.690; hq: 0.691); cm 1 with 128 head rows 0.6787-0.679 vs cm 3 0.6835-0.6843 in 3 rounds
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
-                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4, dn=3, cm=3)
+                t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4, dn=3, cm=1, head_rows=128)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
                 if wg <= cap and t.shared_bytes(cfg, min_subgroup(info)) <= mem:
                     return t

@@ -149,7 +149,8 @@ def test_resident_tuning_fits_workgroup_memory():
     lim = {"maxComputeInvocationsPerWorkgroup": 1024, "maxComputeWorkgroupStorageSize": 32768}
     big = resident.ResidentTuning.for_adapter({"subgroupMinSize": 32}, lim, cfg)
     assert (big.wg, big.split, big.acc, big.grid, big.kv_pre, big.sga, big.fb, big.wo_parts, big.touch, big.dn,
-            big.cm, big.hq) == (512, 1, 1, 1, 4, 1, 16, 10, 4, 3, 3, 0)
+            big.cm, big.hq, big.head_rows) == (512, 1, 1, 1, 4, 1, 16, 10, 4, 3, 1, 0, 128)
+    assert big.head_groups(cfg) == 384
     assert big.nwg(cfg) == 96
     assert big.shared_bytes(cfg, 32) <= 32768
     big.check(cfg, 32)
