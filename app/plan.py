@@ -173,12 +173,8 @@ async def _replay_naive(dev, plan: Plan):
 def replay_js(dev, plan: Plan, mode: str, timestamps=None, copies=None):
     """Same as replay_python, in one FFI call into static/replay.js.  Naive mode returns a promise."""
     jc = js.Array.of(*[js.Array.of(*c) for c in copies]) if copies else None
-    if timestamps is not None:
-        qs, begin, end = timestamps
-        return js.dlReplay.replay(dev.device, plan.to_js(), mode, qs, begin, end, jc)
-    if jc is not None:
-        return js.dlReplay.replay(dev.device, plan.to_js(), mode, None, 0, 0, jc)
-    return js.dlReplay.replay(dev.device, plan.to_js(), mode)
+    qs, begin, end = timestamps if timestamps is not None else (None, 0, 0)
+    return js.dlReplay.replay(dev.device, plan.to_js(), mode, qs, begin, end, jc)
 
 
 async def replay(dev, plan: Plan, mode: str, driver: str = "python", timestamps=None, copies=None):

@@ -87,14 +87,19 @@ def parse_depth(value) -> int:
     return whole_number(value, 1, 8, "depth (blocks in flight)")
 
 
-def parse_ramp(value) -> bool:
-    """ramp from a URL/form value (None or "" → RAMP); ValueError with a message for anything but a flag."""
+def _flag(value, default: bool, name: str) -> bool:
+    """A flag from a URL/form value (None or "" → default); ValueError with a message for anything else."""
     v = str(value if value is not None else "").strip().lower()
     if v == "":
-        return RAMP
+        return default
     if v not in TRUE + FALSE:
-        raise ValueError(f"ramp must be 1 or 0 (on or off), got {value!r}")
+        raise ValueError(f"{name} must be 1 or 0 (on or off), got {value!r}")
     return v in TRUE
+
+
+def parse_ramp(value) -> bool:
+    """ramp from a URL/form value (None or "" → RAMP); ValueError with a message for anything but a flag."""
+    return _flag(value, RAMP, "ramp")
 
 
 OPTIONS = {"copy_apart": False}      # set by app.bench.amortize.set_tuning from the URL parameter copy_apart
@@ -103,12 +108,7 @@ OPTIONS = {"copy_apart": False}      # set by app.bench.amortize.set_tuning from
 def parse_copy_apart(value) -> bool:
     """copy_apart from a URL/form value (None or "" → off): 1 submits each block's readback copy in a command
     buffer of its own after the block's (2 submits a block, as before 2026-12-05), for A/B runs."""
-    v = str(value if value is not None else "").strip().lower()
-    if v == "":
-        return False
-    if v not in TRUE + FALSE:
-        raise ValueError(f"copy_apart must be 1 or 0 (on or off), got {value!r}")
-    return v in TRUE
+    return _flag(value, False, "copy_apart")
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:

@@ -398,7 +398,6 @@ async def prepare(m) -> None:
             m.act[key] = await m.dev.checked(f"creating the GPU buffer {key}", m.dev.create_buffer, size,
                                              STORAGE | COPY_SRC | COPY_DST, key)
             m.memory[key] = size
-    c = m.cfg
     if t.cm and "resident_layers" not in m.act:     # the layer matrices, some column-major / interleaved
         await _repack(m, "resident_layers", "repack_cm.wgsl", m.weights["layers"], int(m.weights["layers"].size), {
             "D": c.d_model, "HEADS": c.n_heads, "HEAD_DIM": c.head_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers,

@@ -285,6 +285,10 @@ def test_decode_lengths_ramp_up_to_k():
     for bad in ("2", "maybe"):
         with pytest.raises(ValueError, match=r"^ramp must be 1 or 0"):
             gpu_loop.parse_ramp(bad)
+    assert gpu_loop.parse_copy_apart(None) is gpu_loop.parse_copy_apart("") is False   # default: the copy in the block
+    assert gpu_loop.parse_copy_apart("1") and not gpu_loop.parse_copy_apart("off")
+    with pytest.raises(ValueError, match=r"^copy_apart must be 1 or 0"):
+        gpu_loop.parse_copy_apart("2")
 
 
 def test_whole_number_messages():
