@@ -49,6 +49,11 @@ class DeviceLost(GPUError):
     pass
 
 
+class Unsupported(GPUError):
+    """Found while running: this adapter cannot do what was asked (e.g. resident persist=1 where a dispatch's
+    workgroups are not all resident at once); the plan is reported unsupported here, the rest of the run goes on."""
+
+
 ENABLE_HELP = ("Use a browser with WebGPU enabled: Chrome/Edge 113+ on Windows, macOS or ChromeOS, "
                "Chrome on Linux with chrome://flags/#enable-unsafe-webgpu (or the command-line flag "
                "--enable-unsafe-webgpu), Safari 26+, or Firefox 141+ on Windows. Headless Chromium needs "

@@ -136,6 +136,8 @@ override DN: u32 = 0u;
 override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major,
                                                              // 4: q|k|v and gate|up word-interleaved (load10_in)
 override HQ: u32 = 0u;                                       // 1: E is the plan's copy, 18 words per item interleaved (e_word)
+override PERSIST: u32 = 0u;                                  // 1: entry `persist`, a whole token per dispatch (gsync)
+override SPIN: u32 = 2097152u;                               // PERSIST: polls of the grid barrier before it gives up
 
 @group(0) @binding(0) var<storage, read_write> st: State;
 @group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
@@ -165,6 +167,9 @@ var<workgroup> w_pos: u32;
 const SGV_MAX: u32 = 8u;                                  // SGA: vec4 dims per lane (HEAD_DIM / 4 / SGL) at most
 var<private> p_slot: u32;                                 // ACC: (pos · N_LAYERS + l) % 2, this layer's slot
 var<private> t_v: array<u32, 4>;                         // TOUCH: the touched words, used only by touch_keep
+var<private> dep: u32;                                    // PERSIST: OR of every returned atomic of this step (gsync)
+var<private> p_g: u32;                                    // PERSIST: the ATTN step's K/V group (kv_at)
+var<workgroup> w_dep: atomic<u32>;                        // PERSIST: the workgroup's dep, for gsync's arrival
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
@@ -507,7 +512,19 @@ fn partials(i: u32, np: u32) -> vec4<f32> {
 fn acc_at(which: u32, slot: u32) -> u32 { return (2u * which + slot) * 2u * D; }
 
 // Where tokens[0] is in st.tokens: after the accumulators.
-fn tok0() -> u32 { return select(0u, 8u * D, ACC != 0u); }
+fn tok0() -> u32 { return select(0u, 8u * D, ACC != 0u) + select(0u, stage_words(), PERSIST != 0u); }
+
+// PERSIST: the staging words after the accumulators, one per row of the joined Q|K|V matrix (q rotated and
+// scaled, then this position's k and v), written by the QKV step with returning atomics and read by the ATTN
+// step with atomic loads: within one dispatch, only atomics are both ordered by gsync and free of stale L1 lines.
+fn stage_words() -> u32 { return (HEADS + 2u * KV_HEADS) * HEAD_DIM; }
+fn stage0() -> u32 { return 8u * D; }
+fn stage_put(row: u32, v: f32) { dep |= atomicExchange(&st.tokens[stage0() + row], bitcast<u32>(v)); }
+fn stage4(row: u32) -> vec4<f32> {
+    let a = stage0() + row;
+    return vec4<f32>(bitcast<f32>(atomicLoad(&st.tokens[a])), bitcast<f32>(atomicLoad(&st.tokens[a + 1u])),
+                     bitcast<f32>(atomicLoad(&st.tokens[a + 2u])), bitcast<f32>(atomicLoad(&st.tokens[a + 3u])));
+}
 
 // ACC = 2: hi = round(v · 16) and lo = the signed remainder in units of 2^-28 (|lo| ≤ 2^23, so Σ lo of ≤ 255
 // contributors fits an i32), so that a term with |v| < 1/32, most of the FFN's and the output projection's
@@ -522,6 +539,11 @@ fn acc_add(a: u32, i: u32, v: f32) {
     }
     let lo = bitcast<u32>(i32(floor((t - hi) * 16777216.0)));
     let h = bitcast<u32>(i32(clamp(hi, -2147483520.0, 2147483520.0)));
+    if (PERSIST != 0u) {                                     // returning adds: gsync waits for them (dep)
+        if (h != 0u) { dep |= atomicAdd(&st.tokens[a + i], h); }
+        if (lo != 0u) { dep |= atomicAdd(&st.tokens[a + D + i], lo); }
+        return;
+    }
     if (h != 0u) { atomicAdd(&st.tokens[a + i], h); }
     if (lo != 0u) { atomicAdd(&st.tokens[a + D + i], lo); }
 }
@@ -572,13 +594,15 @@ fn acc_r4(a: u32, i: u32) -> vec4<f32> {
 }
 
 fn acc_zero(a: u32, li: u32) {
-    for (var i = li; i < 2u * D; i += WG) { atomicStore(&st.tokens[a + i], 0u); }
+    for (var i = li; i < 2u * D; i += WG) {
+        if (PERSIST != 0u) { dep |= atomicExchange(&st.tokens[a + i], 0u); } else { atomicStore(&st.tokens[a + i], 0u); }
+    }
 }
 
 // GRID = 1: this token's position, read after the caller has issued its weight loads (GRID = 0: the counter's).
 fn cur_pos(li: u32, pos: u32, l: u32) -> u32 {
     var p = pos;
-    if (GRID != 0u) {
+    if (GRID != 0u && PERSIST == 0u) {                       // PERSIST: the dispatch read it once, at its start
         if (li == 0u) { w_pos = st.pos; }
         p = workgroupUniformLoad(&w_pos);
     }
@@ -656,6 +680,38 @@ fn embed_at(token: u32, i: u32) -> f32 {
     return d * f32(q);
 }
 
+// PERSIST: the grid barrier after a step (the steps of a token are one dispatch of NWG workgroups).  Every
+// invocation's atomics of the step have returned once its dep is known, so the workgroup's arrival (st.ctr += 1,
+// whose operand depends on every dep through w_dep and a barrier; goal < 2^31, so the operand is 1) is issued
+// only after they were performed; the step's only cross-workgroup writes are such atomics (acc_add, acc_zero,
+// stage_put).  Invocation 0 then polls st.ctr until all NWG workgroups of this barrier have arrived: `goal`,
+// counted from 0 at position 0 (state_init).  This needs all NWG workgroups resident at once, which WebGPU does
+// not promise: after SPIN polls it sets FAIL_BIT in st.ctr, which releases every barrier at once (tokens then
+// come back as FAIL_TOKEN: mark_failed) instead of hanging.
+const FAIL_BIT: u32 = 0x80000000u;
+const FAIL_TOKEN: u32 = 0xffffffffu;
+
+fn gsync(goal: u32, li: u32) {
+    atomicOr(&w_dep, dep);
+    workgroupBarrier();
+    if (li == 0u) {
+        atomicAdd(&st.ctr, 1u + (atomicLoad(&w_dep) & (goal >> 31u)));
+        for (var n = 0u; atomicLoad(&st.ctr) < goal; n++) {
+            if (n >= SPIN) {
+                atomicOr(&st.ctr, FAIL_BIT);
+                break;
+            }
+        }
+    }
+    workgroupBarrier();
+}
+
+// PERSIST: FAIL_TOKEN in place of a token once a grid barrier gave up.
+fn mark_failed(token: u32) -> u32 {
+    if (PERSIST != 0u && atomicLoad(&st.ctr) >= FAIL_BIT) { return FAIL_TOKEN; }
+    return token;
+}
+
 // argmax over the head's parts HP (value, index): lowest index among equal maxima.
 fn parts_argmax(li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     var v = -BIG;
@@ -686,7 +742,7 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
             token = workgroupUniformLoad(&w_tok);
         } else {
             token = parts_argmax(li, lane, sid, nsg, sgs);
-            if (w == 0u && li == 0u) { atomicStore(&st.tokens[tok0() + pos], token); }
+            if (w == 0u && li == 0u) { atomicStore(&st.tokens[tok0() + pos], mark_failed(token)); }
         }
     }
     if (!tok_phase && ACC == 0u) { gather(li, o_pf(), NWG); }
@@ -752,7 +808,10 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let po2 = load5(short_addr(min(li + 2u * WG, n_o - 1u), om, orw, h * ob, ob, ocr));
     let qd = HEAD_DIM / 4u;                                  // vec4s per head
     var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
-    if (SPLIT != 0u && li < qd) { q_early = sc[o_q() + h * qd + li]; }
+    if (SPLIT != 0u && li < qd) {
+        if (PERSIST != 0u) { q_early = stage4(h * HEAD_DIM + 4u * li); } else { q_early = sc[o_q() + h * qd + li]; }
+    }
+    p_g = g;
     let pos = cur_pos(li, pos_in, l);
     // And the first KV_PRE K and V vec4s this invocation's attention will read (see attn_old / attn_sg for
     // which): the cache of earlier positions is final (split: this position's too), so their latency overlaps
@@ -846,6 +905,9 @@ fn kv_at(which: u32, t: u32, dq: u32, e: u32, pos: u32, cache0: u32, kpf: array<
     if (SPLIT == 0u && t == pos) {
         let k = (1u + which) * HEAD_DIM + 4u * dq;
         return vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
+    }
+    if (PERSIST != 0u && SPLIT != 0u && t == pos) {           // this position's, from the QKV step's staging
+        return stage4((HEADS + which * KV_HEADS + p_g) * HEAD_DIM + 4u * dq);
     }
     var r = vec4<f32>(0.0);
     if (e < KV_PRE) {
@@ -1031,7 +1093,8 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let base = l * L_STRIDE + r0 * rw;
     let n = nr * pairs;
     let pre = load10_in(base + min(li, max(n, 1u) - 1u) * 10u, l * L_STRIDE);   // item = (row, pair): rows contiguous
-    let early = st.pos;                                      // GRID, l > 0: only RoPE and the KV write need it
+    var early = pos_in;                                      // GRID, l > 0: only RoPE and the KV write need it
+    if (PERSIST == 0u) { early = st.pos; }
     var pos = pos_in;
     let wait_pos = l == 0u || slot_needs_pos();             // the token pick (l = 0) needs it uniform
     if (wait_pos) { pos = cur_pos(li, pos_in, l); } else { set_slot(li, pos_in, l); }
@@ -1066,9 +1129,15 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
             a = a0 * cs.x - b * cs.y;
             b = a0 * cs.y + b * cs.x;
         }
+        if (PERSIST != 0u) {
+            stage_put(row, a);
+            stage_put(row + 1u, b);
+        }
         if (row < HEADS * HEAD_DIM) {
-            sc_set(4u * o_q() + row, a);
-            sc_set(4u * o_q() + row + 1u, b);
+            if (PERSIST == 0u) {
+                sc_set(4u * o_q() + row, a);
+                sc_set(4u * o_q() + row + 1u, b);
+            }
         } else if (pos < ctx) {
             let kvrow = (row - HEADS * HEAD_DIM) % kvd;
             let f = (l * ctx + pos) * kvd + kvrow;           // float index into the cache
@@ -1162,9 +1231,6 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         pos = s / spt;
         ph = s % spt;
     }
-    let l = ph / per;
-    var kind = ph % per;                                     // 0 ATTN, 1 FFN, 2 QKV (split: QKV, ATTN, FFN)
-    if (SPLIT != 0u) { kind = (kind + 2u) % 3u; }
     if (ph == per * N_LAYERS) {                              // FINAL
         if (wg.x == 0u) {
             let p = cur_pos(li, pos, N_LAYERS - 1u);
@@ -1180,24 +1246,59 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         return;
     }
+    layer_step(ph, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
+}
+
+// Step ph (< per · N_LAYERS, not FINAL) of a token for workgroup w.
+fn layer_step(ph: u32, w: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
+    let per = 2u + min(SPLIT, 1u);
+    let l = ph / per;
+    var kind = ph % per;                                     // 0 ATTN, 1 FFN, 2 QKV (split: QKV, ATTN, FFN)
+    if (SPLIT != 0u) { kind = (kind + 2u) % 3u; }
     if (kind == 2u) {
-        if (!skip(64u)) { qkv(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs); }
+        if (!skip(64u)) { qkv(l, w, pos, ctx, li, lane, sid, nsg, sgs); }
     } else if (kind == 0u) {
-        if (wg.x < HEADS * WO_PARTS && !skip(64u)) {
-            attn(l, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
+        if (w < HEADS * WO_PARTS && !skip(64u)) {
+            attn(l, w, pos, ctx, li, lane, sid, nsg, sgs);
         } else if (touch_on(1u)) {
-            touch_ffn(l, wg.x, li);
+            touch_ffn(l, w, li);
         }
     } else if (!skip(128u)) {
-        ffn(l, wg.x, pos, li, lane, sid, nsg, sgs);
+        ffn(l, w, pos, li, lane, sid, nsg, sgs);
     }
     // ACC: the first step of a layer zeroes the other RA slot (read by the FFN step just before), the second
     // the other RF slot (read by the first step just before).
-    if (ACC != 0u && ph % per < 2u && wg.x == NWG - 1u) {
+    if (ACC != 0u && ph % per < 2u && w == NWG - 1u) {
         set_slot(li, pos, l);
         acc_zero(acc_at(ph % per, 1u - p_slot), li);
     }
     touch_keep();
+}
+
+// PERSIST = 1 (ResidentTuning.persist): one dispatch per token of NWG workgroups (NWG + 1 with the head; the
+// extra one returns at once), which run every layer step of the token in turn with a grid barrier (gsync)
+// between, then (with the head) the head's HEAD_GROUPS groups, NWG at a time, from the last RF accumulator.  The
+// position is st.pos, read once at the start; workgroup 0 advances it at the end (no FINAL step).
+@compute @workgroup_size(WG)
+fn persist(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+           @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
+           @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32,
+           @builtin(num_workgroups) grid: vec3<u32>) {
+    if (wg.x >= NWG) { return; }
+    let ctx = st.ctx;
+    if (li == 0u) { w_pos = st.pos; }
+    let pos = workgroupUniformLoad(&w_pos);
+    let steps = (2u + min(SPLIT, 1u)) * N_LAYERS;
+    for (var ph = 0u; ph < steps; ph++) {
+        layer_step(ph, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
+        gsync((pos * steps + ph + 1u) * NWG, li);
+    }
+    if (grid.x > NWG) {
+        var pre: array<u32, 18>;
+        let part = head_in(acc_at(1u, (pos * N_LAYERS + N_LAYERS - 1u) % 2u), li, lane, sid, nsg, sgs);
+        for (var g = wg.x; g < HEAD_GROUPS; g += NWG) { head_group(g, part, pre, false, li, lane, sid, nsg, sgs); }
+    }
+    if (wg.x == 0u && li == 0u) { st.pos = pos + 1u; }       // nothing in this dispatch reads it again
 }
 
 @compute @workgroup_size(WG)
@@ -1205,33 +1306,51 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_id) sid: u32,
         @builtin(num_subgroups) nsg: u32, @builtin(subgroup_size) sgs: u32) {
     if (FOLD != 0u && wg.x == 0u && li == 0u) { st.pos += 1u; }   // FINAL's job; nothing else here reads it
-    if (skip(256u)) {
-        if (li == 0u) {
-            sc_set(4u * o_hp() + 2u * wg.x, 0.0);
-            sc_set(4u * o_hp() + 2u * wg.x + 1u, bitcast<f32>(300u));
-        }
-        return;
-    }
-    let row0 = wg.x * HEAD_ROWS;
-    let pairs = D / 64u;
-    let n_it = HEAD_ROWS * pairs;
-    let it0 = min(li, n_it - 1u);
     var pre: array<u32, 18>;
-    if (HPRE != 0u) { pre = q80_load(min(row0 + it0 / pairs, VOCAB - 1u), it0 % pairs); }
+    if (HPRE != 0u && !skip(256u)) {
+        let it0 = min(li, HEAD_ROWS * (D / 64u) - 1u);
+        pre = q80_load(min(wg.x * HEAD_ROWS + it0 / (D / 64u), VOCAB - 1u), it0 % (D / 64u));
+    }
     let rf = acc_at(1u, (N_LAYERS - 1u) % 2u);               // FOLD (grid, even N_LAYERS): the last layer's RF
+    var part = 0.0;
+    if (!skip(256u)) { part = head_in(select(0xffffffffu, rf, FOLD != 0u), li, lane, sid, nsg, sgs); }
+    head_group(wg.x, part, pre, HPRE != 0u, li, lane, sid, nsg, sgs);
+}
+
+// The head's input: xs = r ∘ output_norm, r from accumulator rf (0xffffffff: XF); returns rmsnorm's scale
+// (DN: 0, the partials in red_n).
+fn head_in(rf: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
+    let from_acc = rf != 0xffffffffu;
     let nw0 = nw[NOFF_OUT / 4u + min(li, D / 4u - 1u)];
-    if (FOLD != 0u) { acc_fetch(rf, li); }
+    if (from_acc) { acc_fetch(rf, li); }
     var ss = 0.0;
     for (var i = li; i < D / 4u; i += WG) {
         var r: vec4<f32>;
-        if (FOLD != 0u) { r = acc_r4(rf, i); } else { r = sc[o_xf() + i]; }
+        if (from_acc) { r = acc_r4(rf, i); } else { r = sc[o_xf() + i]; }
         ss += dot(r, r);
         xs[xs_at(i)] = r * norm_w(NOFF_OUT / 4u, i, li, nw0);
     }
     let part = norm_end(ss, lane, sid, nsg, sgs);
     if (dn_on(1u)) { workgroupBarrier(); }                   // xs (wg_sum's barrier did it)
+    return part;
+}
+
+// Head group g: logits of rows g·HEAD_ROWS .. + HEAD_ROWS from xs; HP[g] = (max, lowest index).  pre: the first
+// item's words when use_pre (HPRE).
+fn head_group(g: u32, part: f32, pre: array<u32, 18>, use_pre: bool, li: u32, lane: u32, sid: u32, nsg: u32,
+              sgs: u32) {
+    if (skip(256u)) {
+        if (li == 0u) {
+            sc_set(4u * o_hp() + 2u * g, 0.0);
+            sc_set(4u * o_hp() + 2u * g + 1u, bitcast<f32>(300u));
+        }
+        return;
+    }
+    let row0 = g * HEAD_ROWS;
+    let pairs = D / 64u;
+    let n_it = HEAD_ROWS * pairs;
     for (var it = li; it < n_it; it += WG) {
-        if (HPRE != 0u && it == li) {
+        if (use_pre && it == li) {
             prod[it] = q80_dot(pre, it % pairs);
         } else {
             prod[it] = q80_pair(min(row0 + it / pairs, VOCAB - 1u), it % pairs);
@@ -1254,8 +1373,8 @@ fn head(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let top = wg_max(v, lane, sid, nsg, sgs);
     let best = wg_min_u(select(0xffffffffu, idx, v == top), lane, sid, nsg, sgs);
     if (li == 0u) {
-        sc_set(4u * o_hp() + 2u * wg.x, top);
-        sc_set(4u * o_hp() + 2u * wg.x + 1u, bitcast<f32>(best));
+        sc_set(4u * o_hp() + 2u * g, top);
+        sc_set(4u * o_hp() + 2u * g + 1u, bitcast<f32>(best));
     }
 }
 
@@ -1266,6 +1385,6 @@ fn tail(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_i
     if (li == 0u) {
         var pos = st.pos;                                    // tokens computed so far
         if (GRID == 0u) { pos = atomicLoad(&st.ctr) / NWG / ((2u + min(SPLIT, 1u)) * N_LAYERS + 1u); }
-        atomicStore(&st.tokens[tok0() + pos], token);
+        atomicStore(&st.tokens[tok0() + pos], mark_failed(token));
     }
 }

@@ -115,7 +115,13 @@ async def run_plans(lab, cfg: dict, per_dispatch: dict) -> list[dict]:
                 unsupported[plan] = str(e)
                 continue
             short = r < 0 and not full_warm
-            res = await _generate(lab, m, plan, driver, ids[-1:] if short else ids, 1 if short else cfg["max_new"], cfg)
+            from app.gpu import Unsupported
+            try:
+                res = await _generate(lab, m, plan, driver, ids[-1:] if short else ids, 1 if short else cfg["max_new"],
+                                      cfg)
+            except Unsupported as e:              # found only by running (resident persist=1 without co-residency)
+                unsupported[plan] = str(e)
+                continue
             if r >= 0:
                 runs[(plan, driver)].append(res)
             elif getattr(PLANS[plan], "warm", None):

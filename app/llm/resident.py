@@ -78,15 +78,24 @@ def step_dispatches(n_layers: int, logits: bool, split: int = 0, fold: int = 0) 
     return steps_per_token(n_layers, split) - (fold if logits else 0)
 
 
-def dispatch_count(n_layers: int, logits: bool = True, split: int = 0, fold: int = 0) -> int:
+def dispatch_count(n_layers: int, logits: bool = True, split: int = 0, fold: int = 0, persist: int = 0) -> int:
     """Dispatches per token, without the per-block tail: the step dispatches, plus the head when logits are
-    needed."""
+    needed (persist: one, steps and head together)."""
+    if persist:
+        return 1
     return step_dispatches(n_layers, logits, split, fold) + (1 if logits else 0)
 
 
-def expected_dispatches(n_layers: int, tokens: int, blocks: int, split: int = 0, fold: int = 0) -> float:
+def expected_dispatches(n_layers: int, tokens: int, blocks: int, split: int = 0, fold: int = 0,
+                        persist: int = 0) -> float:
     """Declared dispatches per decoded token of a run: the per-token ones plus one tail per block."""
-    return (dispatch_count(n_layers, True, split, fold) * tokens + blocks) / max(tokens, 1)
+    return (dispatch_count(n_layers, True, split, fold, persist) * tokens + blocks) / max(tokens, 1)
+
+
+def barrier_count(n_layers: int, split: int, ctx: int, nwg: int) -> int:
+    """persist: the grid barrier counter's value after the last position of a `ctx` context (state_init sets it
+    to 0; every step of every position adds nwg); the kernel needs it under 2^31 (its failure bit)."""
+    return ctx * (3 if split else 2) * n_layers * nwg
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,12 @@ class ResidentTuning:
     the plan's copy of the tied embedding (wgsl/repack_head.wgsl, made once in prepare; 32 MB for SmolLM2), every
     head item's quants unshifted and its scales as f32, word-interleaved in chunks of 32 items, so that the head's
     loads are whole 128-byte lines instead of 17 words 68 bytes apart per invocation; same values, same sums.
+    persist: 1 (with split, acc and grid) runs a whole token in ONE dispatch (entry `persist`): its NWG workgroups
+    step through every layer with a grid barrier on an atomic counter between steps, then compute the head.  That
+    needs all NWG workgroups resident at once, which WebGPU does not promise; where they are not, the barrier gives
+    up after a bounded number of polls and the run fails with a clear error instead of hanging (on SwiftShader, for
+    one).  Cross-workgroup data within the dispatch moves only through returning atomics (see wgsl/resident.wgsl,
+    gsync).  Off by default.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, cm 1, 128 head rows, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -149,6 +164,7 @@ class ResidentTuning:
     dn: int = 0
     cm: int = 0
     hq: int = 0
+    persist: int = 0
     ZERO_OK = ("kv_pre",)        # fields that may be 0 although their default is not (amortize._overrides)
 
     @classmethod
@@ -198,9 +214,9 @@ class ResidentTuning:
 
     def shared_bytes(self, cfg, sg_min: int = 4) -> int:
         """Workgroup memory of wgsl/resident.wgsl: xs and vec_b (with their padding), bs, prod, vec_a, q4, red,
-        redu, red_n, 3 broadcast words, accw."""
+        redu, red_n, 4 broadcast words, w_dep, accw."""
         return 4 * (cfg.d_model + cfg.d_model // 16 + cfg.d_model // 32 + self.prod(cfg, sg_min) + 4 * cfg.head_dim
-                    + self.wg + self.wg // 32 + 3 * (self.wg // 4) + 3 + self.accw(cfg))
+                    + self.wg + self.wg // 32 + 3 * (self.wg // 4) + 5 + self.accw(cfg))
 
     def accw(self, cfg) -> int:
         """Words of the kernel's accw (rd: one accumulator, hi and lo words)."""
@@ -223,16 +239,21 @@ class ResidentTuning:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.hq)) or \
+                                              self.hq, self.persist)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
                 not 0 <= self.cm < 8:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre and hq 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold, hpre, hq and persist 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3, cm 0..7)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
                              f"(acc={self.acc}, grid={self.grid}, {cfg.n_layers} layers)")
+        if self.persist and (not self.split or not self.acc or not self.grid or self.fold or self.hpre or
+                             self.head_size() != self.wg):
+            raise ValueError(f"resident: persist=1 needs split, acc and grid on, fold and hpre off and the head at the "
+                             f"steps' workgroup size (split={self.split}, acc={self.acc}, grid={self.grid}, "
+                             f"fold={self.fold}, hpre={self.hpre}, head_wg={self.head_wg})")
         lanes, qd = self.lanes(cfg, sg_min), cfg.head_dim // 4
         if self.sga and (lanes & (lanes - 1) or lanes > min(qd, sg_min) or qd // lanes > 8):
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
@@ -326,8 +347,13 @@ def state_words(cfg, t: ResidentTuning, ctx: int) -> int:
 
 
 def tokens_at(cfg, t: ResidentTuning) -> int:
-    """Word of tokens[0] in the state: after the header and the accumulators (whose addresses then need no ctx)."""
-    return STATE_HEADER + (8 * cfg.d_model if t.acc else 0)
+    """Word of tokens[0] in the state: after the header, the accumulators (whose addresses then need no ctx) and
+    (persist) one staging word per row of the joined Q|K|V matrix."""
+    return STATE_HEADER + (8 * cfg.d_model if t.acc else 0) + \
+        ((cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim if t.persist else 0)
+
+
+FAIL_TOKEN = 0xFFFFFFFF          # persist: what the kernel writes for a token once a grid barrier gave up
 
 
 def state_init(cfg, t: ResidentTuning, ctx: int, ids: list) -> np.ndarray:
@@ -368,6 +394,9 @@ async def prepare(m) -> None:
             raise ValueError("resident: wv=1 needs every layer matrix on an even word (8-byte loads)")
     except ValueError as e:
         raise GPUError(str(e)) from None
+    if t.persist and barrier_count(c.n_layers, t.split, m.ctx, t.nwg(c)) >= 2 ** 31:
+        raise GPUError(f"resident: persist=1 counts {barrier_count(c.n_layers, t.split, m.ctx, t.nwg(c))} barrier "
+                       f"arrivals over a context of {m.ctx}, more than its counter holds (2^31); use a shorter context")
     if t.shared_bytes(c, sg) > int(m.dev.limits.get("maxComputeWorkgroupStorageSize") or 16384):
         raise GPUError(f"the resident plan is unsupported here: wg={t.wg} needs {t.shared_bytes(c, sg)} bytes of "
                        "workgroup memory, more than this device allows")
@@ -383,9 +412,9 @@ async def prepare(m) -> None:
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
                        "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
-                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq})
+                       "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq, "PERSIST": t.persist})
         modules: dict = {}
-        for entry in ("step", "head", "tail"):
+        for entry in ("step", "head", "tail") + (("persist",) if t.persist else ()):
             own = {**consts, "WG": t.head_size()} if entry == "head" else consts
             m.kernels[f"r_{entry}"] = await load_kernel(m.dev, KERNEL, entry, own, f"resident {entry}", modules)
         m.resident_tuning, m.resident_sg = t, sg
@@ -447,7 +476,7 @@ def _bind_group(m):
 
 def block_plan(m, length: int, logits: bool, tail: bool):
     """`length` tokens: 2·n_layers + 1 step dispatches each (3·n_layers + 1 with split; fold: FINAL left out
-    when there is a head), then the head (logits), then a tail."""
+    when there is a head), then the head (logits), then a tail.  persist: one dispatch per token instead."""
     from app.plan import Plan
     key = ("resident_block", length, logits, tail)
     if key in m._plans:
@@ -455,7 +484,10 @@ def block_plan(m, length: int, logits: bool, tail: bool):
     c, t, P = m.cfg, m.resident_tuning, Plan()
     bg = [_bind_group(m)]
     step, head = m.kernels["r_step"].pipeline, m.kernels["r_head"].pipeline
-    for i in range(length):
+    for i in range(length if t.persist else 0):     # the steps and the head in one dispatch (NWG + 1: the head)
+        P.add(m.kernels["r_persist"].pipeline, bg, (t.nwg(c) + (1 if logits else 0),), None, f"r{i}.persist",
+              keep_state=i > 0)
+    for i in range(0 if t.persist else length):
         for s in range(step_dispatches(c.n_layers, logits, t.split, t.fold)):
             P.add(step, bg, (grid(c, t, s),), None, f"r{i}.{s}", keep_state=s > 0)
         if logits:
@@ -476,6 +508,15 @@ class ResidentLoop(Loop):
         at = tokens_at(self.m.cfg, self.m.resident_tuning)
         return [(self.m.act["resident_state"], 4 * (at + pos + 1), st, 0, 4 * length)]
 
+    async def read(self, pending) -> list[int]:
+        out = await super().read(pending)
+        if FAIL_TOKEN in out:
+            from app.gpu import Unsupported
+            raise Unsupported(f"resident persist=1 is unsupported here: a grid barrier gave up waiting, because this "
+                           f"adapter did not run all {self.m.resident_tuning.nwg(self.m.cfg)} workgroups of a "
+                           "dispatch at once (WebGPU does not promise that); run without persist")
+        return out
+
 
 class Resident:
     name = "resident"
@@ -494,10 +535,11 @@ class Resident:
 
     def expected(self, m, loop, computed: int) -> float:
         t = m.resident_tuning
-        return expected_dispatches(m.cfg.n_layers, computed, loop.blocks, t.split, t.fold)
+        return expected_dispatches(m.cfg.n_layers, computed, loop.blocks, t.split, t.fold, t.persist)
 
     def expected_prefill(self, m) -> float:
-        return dispatch_count(m.cfg.n_layers, False, m.resident_tuning.split)
+        t = m.resident_tuning
+        return dispatch_count(m.cfg.n_layers, False, t.split, 0, t.persist)
 
 
 def warm(m, prompt_len: int, max_new: int, k: int, ramp: bool = gpu_loop.RAMP) -> None:

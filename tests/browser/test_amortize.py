@@ -182,6 +182,24 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     assert r["dispatch_count_ok"] is True
 
 
+def test_resident_persist_gives_reference_tokens_or_says_unsupported(lab_page):
+    """persist (a whole token in one dispatch, grid barriers on an atomic counter between its steps) needs every
+    workgroup of the dispatch resident at once.  Where they are, it gives the reference tokens with one dispatch a
+    token (+ the tail per block); where they are not (SwiftShader runs a few workgroups at a time), the barrier
+    gives up after a bounded number of polls and the run says so, instead of hanging or returning wrong tokens."""
+    out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js,python",
+                                    "k": 3, "resident_tuning": '{"acc": 1, "grid": 1, "split": 1, "persist": 1}'})
+    r = out["plans"][0]
+    if "unsupported" in r:
+        assert "persist=1 is unsupported here" in r["unsupported"], r
+        assert "did not run all 24 workgroups" in r["unsupported"], r
+        return
+    assert len(out["plans"]) == 2
+    assert r["generated_token_ids"] == PROMPT_GREEDY
+    assert r["dispatches_per_token"] == (4 + 3) / 4     # blocks 1, 1, 2
+    assert r["dispatch_count_ok"] is True
+
+
 def test_resident_ablation_skips_the_work(lab_page):
     """skip (timing runs only) really removes work: with every phase but ATTN's token pick skipped (all bits
     but 64), the head's parts name token 300, so that is what comes out, every time."""

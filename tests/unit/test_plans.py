@@ -244,16 +244,22 @@ def test_block_lengths(total, k, want):
 
 def test_resident_state_layout_matches_the_kernel():
     """tokens_at (Python: where the CPU writes the prompt and reads tokens back) and the kernel's tok0() and
-    acc_at() must describe the same state buffer: 4 accumulators of 2·D words ahead of the tokens with acc."""
+    acc_at() must describe the same state buffer: 4 accumulators of 2·D words ahead of the tokens with acc, then
+    (persist) the staging words, one per row of the joined Q|K|V matrix, from stage0() = 8·D."""
     import re
     src = (Path(__file__).resolve().parents[2] / "wgsl" / "resident.wgsl").read_text()
-    assert re.search(r"fn tok0\(\) -> u32 \{ return select\(0u, 8u \* D, ACC != 0u\); \}", src)
+    assert re.search(r"fn tok0\(\) -> u32 \{ return select\(0u, 8u \* D, ACC != 0u\) \+ "
+                     r"select\(0u, stage_words\(\), PERSIST != 0u\); \}", src)
+    assert re.search(r"fn stage_words\(\) -> u32 \{ return \(HEADS \+ 2u \* KV_HEADS\) \* HEAD_DIM; \}", src)
+    assert re.search(r"fn stage0\(\) -> u32 \{ return 8u \* D; \}", src)
     assert re.search(r"fn acc_at\(which: u32, slot: u32\) -> u32 \{ return \(2u \* which \+ slot\) \* 2u \* D; \}", src)
-    cfg = SimpleNamespace(d_model=576)
+    cfg = SimpleNamespace(d_model=576, n_heads=9, n_kv_heads=3, head_dim=64)
     acc, plain = resident.ResidentTuning(acc=1), resident.ResidentTuning()
     last_acc_word = (2 * 1 + 1) * 2 * cfg.d_model + 2 * cfg.d_model       # acc_at(1, 1) + hi[D] | lo[D]
     assert resident.tokens_at(cfg, acc) == resident.STATE_HEADER + last_acc_word == 4 + 8 * 576
     assert resident.tokens_at(cfg, plain) == resident.STATE_HEADER
+    persist = resident.ResidentTuning(acc=1, grid=1, split=1, persist=1)
+    assert resident.tokens_at(cfg, persist) == 4 + 8 * 576 + (9 + 2 * 3) * 64
 
 
 def test_resident_scratch_has_room_for_the_touch_slot():
@@ -455,7 +461,7 @@ def test_resident_fold_and_rd():
             dataclasses.replace(ok, **bad).check(cfg, 32)
     with pytest.raises(ValueError, match="even number of layers"):
         ok.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    with pytest.raises(ValueError, match="hpre and hq 0 or 1"):
+    with pytest.raises(ValueError, match="hpre, hq and persist 0 or 1"):
         dataclasses.replace(ok, rd=2).check(cfg, 32)
     assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
 
@@ -481,6 +487,35 @@ def test_resident_block_plan_matches_the_declared_count():
             if logits:
                 assert first[-1].pipeline is kernels["r_head"].pipeline and first[-1].workgroups[0] == 768
             assert (plan.steps[-1].pipeline is kernels["r_tail"].pipeline) is tail
+
+
+def test_resident_persist_plan_counts_and_checks():
+    """persist: one dispatch a token (NWG workgroups, NWG + 1 when the head runs too), one tail per block, as
+    declared; it needs split, acc and grid (the staging words and the accumulators are its only cross-workgroup
+    data), the head at the steps' workgroup size, and a barrier counter that stays under its failure bit."""
+    cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
+    t = resident.ResidentTuning(wg=512, fb=16, split=1, acc=1, grid=1, persist=1, head_rows=128)
+    t.check(cfg, 32)
+    assert resident.dispatch_count(30, True, 1, persist=1) == resident.dispatch_count(30, False, 1, persist=1) == 1
+    assert resident.expected_dispatches(30, 4, 2, 1, 0, 1) == (4 + 2) / 4
+    kernels = {k: SimpleNamespace(pipeline=object()) for k in ("r_step", "r_head", "r_tail", "r_persist")}
+    m = SimpleNamespace(cfg=cfg, resident_tuning=t, _plans={}, kernels=kernels, ctx=256,
+                        act={k: k for k in ("resident_state", "rope", "k_cache", "v_cache", "resident_scratch")},
+                        weights={k: k for k in ("layers", "norms", "token_embd")}, group=lambda *a: "bind group")
+    for logits, tail, length in ((True, True, 3), (False, False, 2)):
+        plan = resident.block_plan(m, length, logits, tail)
+        assert len(plan) == length + tail
+        assert [s.workgroups[0] for s in plan.steps[:length]] == [96 + logits] * length
+        assert all(s.pipeline is kernels["r_persist"].pipeline for s in plan.steps[:length])
+        assert (plan.steps[-1].pipeline is kernels["r_tail"].pipeline) is tail
+    for bad, why in (({"split": 0}, "persist=1 needs split"), ({"acc": 0}, "persist=1 needs"),
+                     ({"grid": 0}, "persist=1 needs"), ({"fold": 1}, "persist=1 needs"),
+                     ({"hpre": 1}, "persist=1 needs"), ({"head_wg": 256}, "persist=1 needs"),
+                     ({"persist": 2}, "hq and persist 0 or 1")):
+        with pytest.raises(ValueError, match=why):
+            dataclasses.replace(t, **bad).check(cfg, 32)
+    assert resident.barrier_count(30, 1, 8192, 96) < 2 ** 31 <= resident.barrier_count(30, 1, 8192 * 32, 96)
+    assert t.shared_bytes(cfg, 32) == dataclasses.replace(t, persist=0).shared_bytes(cfg, 32)
 
 
 def test_resident_wo_parts_and_sga_checks():
@@ -528,7 +563,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
     for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
-        with pytest.raises(ValueError, match="hpre and hq 0 or 1, acc 0..2"):
+        with pytest.raises(ValueError, match="hpre, hq and persist 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
