@@ -170,6 +170,10 @@ var<private> t_v: array<u32, 4>;                         // TOUCH: the touched w
 var<private> dep: u32;                                    // PERSIST: OR of every returned atomic of this step (gsync)
 var<private> p_g: u32;                                    // PERSIST: the ATTN step's K/V group (kv_at)
 var<workgroup> w_dep: atomic<u32>;                        // PERSIST: the workgroup's dep, for gsync's arrival
+var<private> nx: array<u32, 30>;                          // PERSIST ≥ 2: the next step's first weight items and
+var<private> nx_nw: vec4<f32>;                            // norm-weight vec4, loaded before gsync (step_load)
+var<private> nx_k: array<vec4<f32>, 8>;                   // PERSIST 3: the ATTN step's first K and V items too
+var<private> nx_v: array<vec4<f32>, 8>;
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
@@ -748,7 +752,8 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
     if (!tok_phase && ACC == 0u) { gather(li, o_pf(), NWG); }
     let nb = (l * N_STRIDE) / 4u;
     let i0 = res_idx(li, lane, sid, sgs);
-    let nw0 = nw[nb + min(i0, D / 4u - 1u)];                // RD: asked for before the barrier of acc_fetch
+    var nw0 = nx_nw;                                         // RD: asked for before the barrier of acc_fetch
+    if (PERSIST < 2u) { nw0 = nw[nb + min(i0, D / 4u - 1u)]; }
     if (!tok_phase && ACC != 0u) { acc_fetch(acc_at(1u, 1u - p_slot), li); }
     var ss = 0.0;
     var xv = vec4<f32>(0.0);
@@ -803,9 +808,11 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let o_cm = (CM & 2u) != 0u;                             // the output projection's layout (short_addr)
     let ocr = select(ROW_MAJOR, or0, o_cm);
     let om = select(omat, lw + OFF_O, o_cm);
-    let po0 = load5(short_addr(min(li, n_o - 1u), om, orw, h * ob, ob, ocr));
-    let po1 = load5(short_addr(min(li + WG, n_o - 1u), om, orw, h * ob, ob, ocr));
-    let po2 = load5(short_addr(min(li + 2u * WG, n_o - 1u), om, orw, h * ob, ob, ocr));
+    var po: array<u32, 15>;
+    if (PERSIST >= 2u) { for (var k = 0u; k < 15u; k++) { po[k] = nx[k]; } } else { po = attn_load(l, w, li); }
+    let po0 = array<u32, 5>(po[0], po[1], po[2], po[3], po[4]);
+    let po1 = array<u32, 5>(po[5], po[6], po[7], po[8], po[9]);
+    let po2 = array<u32, 5>(po[10], po[11], po[12], po[13], po[14]);
     let qd = HEAD_DIM / 4u;                                  // vec4s per head
     var q_early = vec4<f32>(0.0);                            // split: q_h, from the QKV step
     if (SPLIT != 0u && li < qd) {
@@ -821,11 +828,16 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     let cache0 = l * ctx * kvd4 + g * qd;                   // vec4 offset of (l, position 0, group g)
     var kpf: array<vec4<f32>, 8>;
     var vpf: array<vec4<f32>, 8>;
-    for (var e = 0u; e < KV_PRE; e++) {                      // a constant bound: unrolled, in registers
-        let tv = kv_item(e, li, lane, sid, sgs);
-        if (tv.x <= pos) {
-            kpf[e] = kc[cache0 + tv.x * kvd4 + tv.y];
-            vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
+    if (PERSIST >= 3u) {                                     // loaded before gsync (this position's: kv_at's staging)
+        kpf = nx_k;
+        vpf = nx_v;
+    } else {
+        for (var e = 0u; e < KV_PRE; e++) {                  // a constant bound: unrolled, in registers
+            let tv = kv_item(e, li, lane, sid, sgs);
+            if (tv.x <= pos) {
+                kpf[e] = kc[cache0 + tv.x * kvd4 + tv.y];
+                vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
+            }
         }
     }
     if (touch_on(1u)) { touch_ffn(l, w, li); }
@@ -1081,6 +1093,84 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
 // split: the Q|K|V step of layer l.  Workgroup w computes rows w·QR … of the joined Q|K|V matrix (QR even,
 // so RoPE's adjacent pairs stay in one workgroup), rotates q and k, writes q (scaled) to Q and k, v to the
 // cache at pos; the ATTN step then has only the attention and its output-projection slice to do.
+// The first weight items a step loads at its start (PERSIST ≥ 2: step_load, before the previous step's gsync).
+fn qkv_load(l: u32, w: u32, li: u32) -> array<u32, 10> {
+    let total = (HEADS + 2u * KV_HEADS) * HEAD_DIM;
+    let r0 = min(w * qkv_rows(), total);
+    let n = min(qkv_rows(), total - r0) * (D / 64u);
+    return load10_in(l * L_STRIDE + r0 * (D / 32u) * 5u + min(li, max(n, 1u) - 1u) * 10u, l * L_STRIDE);   // item = (row, pair): rows contiguous
+}
+
+fn attn_load(l: u32, w: u32, li: u32) -> array<u32, 15> {
+    let h = w / WO_PARTS;
+    let ob = HEAD_DIM / 32u;
+    let orows = (D + WO_PARTS - 1u) / WO_PARTS;
+    let or0 = (w % WO_PARTS) * orows;
+    let n_o = min(orows, D - or0) * ob;
+    let orw = (HEADS * HEAD_DIM / 32u) * 5u;
+    let o_cm = (CM & 2u) != 0u;
+    let ocr = select(ROW_MAJOR, or0, o_cm);
+    let om = select(l * L_STRIDE + OFF_O + or0 * orw, l * L_STRIDE + OFF_O, o_cm);
+    var r: array<u32, 15>;
+    for (var j = 0u; j < 3u; j++) {
+        let a = load5(short_addr(min(li + j * WG, n_o - 1u), om, orw, h * ob, ob, ocr));
+        for (var k = 0u; k < 5u; k++) { r[5u * j + k] = a[k]; }
+    }
+    return r;
+}
+
+fn ffn_load(l: u32, f: u32, li: u32) -> array<u32, 30> {
+    let lw = l * L_STRIDE;
+    let rw = (D / 32u) * 5u;
+    let rows = array<u32, 3>(lw + OFF_GATE + f * FB * rw, lw + OFF_GATE + (FFN + f * FB) * rw, 0u);
+    let n_gu = 2u * FB * (D / 64u);
+    let db = max(FB / 32u, 1u);
+    let n_d = D * db;
+    let drw = (FFN / 32u) * 5u;
+    let dcr = select(ROW_MAJOR, 0u, (CM & 1u) != 0u);
+    var r: array<u32, 30>;
+    for (var j = 0u; j < 2u; j++) {                          // gate|up items li, li + WG, then down's
+        let g = load10_in(long_base(min(li + j * WG, n_gu - 1u), rows, FB), lw + OFF_GATE);
+        for (var k = 0u; k < 10u; k++) { r[10u * j + k] = g[k]; }
+    }
+    for (var j = 0u; j < 2u; j++) {
+        let d = load5(short_addr(min(li + j * WG, n_d - 1u), lw + OFF_DOWN, drw, f * FB / 32u, db, dcr));
+        for (var k = 0u; k < 5u; k++) { r[20u + 5u * j + k] = d[k]; }
+    }
+    return r;
+}
+
+// PERSIST ≥ 2: what step ph of workgroup w loads first, into nx / nx_nw (PERSIST 3: nx_k, nx_v): its weights,
+// its norm weights and the ATTN step's first K/V items below pos (final since earlier dispatches).  Read-only
+// or final data, so it may be loaded before the previous step's gsync and arrive while that barrier waits.
+fn step_load(ph: u32, w: u32, pos: u32, ctx: u32, li: u32, lane: u32, sid: u32, sgs: u32) {
+    let l = ph / 3u;                                         // SPLIT (ResidentTuning.check)
+    let kind = (ph % 3u + 2u) % 3u;                          // 0 ATTN, 1 FFN, 2 QKV
+    let i0 = min(res_idx(li, lane, sid, sgs), D / 4u - 1u);
+    if (kind == 2u) {
+        let a = qkv_load(l, w, li);
+        for (var k = 0u; k < 10u; k++) { nx[k] = a[k]; }
+        nx_nw = nw[(l * N_STRIDE) / 4u + i0];
+    } else if (kind == 1u) {
+        nx = ffn_load(l, w, li);
+        nx_nw = nw[(l * N_STRIDE + NOFF_FFN) / 4u + i0];
+    } else if (w < HEADS * WO_PARTS) {
+        let a = attn_load(l, w, li);
+        for (var k = 0u; k < 15u; k++) { nx[k] = a[k]; }
+        if (PERSIST >= 3u) {
+            let kvd4 = KV_HEADS * HEAD_DIM / 4u;
+            let cache0 = l * ctx * kvd4 + (w / WO_PARTS / (HEADS / KV_HEADS)) * (HEAD_DIM / 4u);
+            for (var e = 0u; e < KV_PRE; e++) {
+                let tv = kv_item(e, li, lane, sid, sgs);
+                if (tv.x < pos) {
+                    nx_k[e] = kc[cache0 + tv.x * kvd4 + tv.y];
+                    nx_v[e] = vc[cache0 + tv.x * kvd4 + tv.y];
+                }
+            }
+        }
+    }
+}
+
 fn qkv_rows() -> u32 { return (((HEADS + 2u * KV_HEADS) * HEAD_DIM + NWG - 1u) / NWG + 1u) & ~1u; }
 
 fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) {
@@ -1092,7 +1182,8 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     let rw = (D / 32u) * 5u;
     let base = l * L_STRIDE + r0 * rw;
     let n = nr * pairs;
-    let pre = load10_in(base + min(li, max(n, 1u) - 1u) * 10u, l * L_STRIDE);   // item = (row, pair): rows contiguous
+    var pre: array<u32, 10>;
+    if (PERSIST >= 2u) { for (var k = 0u; k < 10u; k++) { pre[k] = nx[k]; } } else { pre = qkv_load(l, w, li); }
     var early = pos_in;                                      // GRID, l > 0: only RoPE and the KV write need it
     if (PERSIST == 0u) { early = st.pos; }
     var pos = pos_in;
@@ -1162,16 +1253,23 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     let j0 = select(32u, (f * FB) % 32u, FB < 32u);          // FB < 32: its weights within that one block
     let n_d = D * db;
     let drw = (FFN / 32u) * 5u;
-    let pg0 = load10_in(long_base(min(li, n_gu - 1u), rows, FB), lw + OFF_GATE);
-    let pg1 = load10_in(long_base(min(li + WG, n_gu - 1u), rows, FB), lw + OFF_GATE);
     let dcr = select(ROW_MAJOR, 0u, (CM & 1u) != 0u);       // the down projection's layout (short_addr)
-    let pd0 = load5(short_addr(min(li, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
-    let pd1 = load5(short_addr(min(li + WG, n_d - 1u), lw + OFF_DOWN, drw, fb0, db, dcr));
+    var pf: array<u32, 30>;
+    if (PERSIST >= 2u) { pf = nx; } else { pf = ffn_load(l, f, li); }
+    var pg0: array<u32, 10>;
+    var pg1: array<u32, 10>;
+    for (var k = 0u; k < 10u; k++) {
+        pg0[k] = pf[k];
+        pg1[k] = pf[10u + k];
+    }
+    let pd0 = array<u32, 5>(pf[20], pf[21], pf[22], pf[23], pf[24]);
+    let pd1 = array<u32, 5>(pf[25], pf[26], pf[27], pf[28], pf[29]);
     set_slot(li, pos, l);
 
     let nb = (l * N_STRIDE + NOFF_FFN) / 4u;
     let i0 = res_idx(li, lane, sid, sgs);
-    let nw0 = nw[nb + min(i0, D / 4u - 1u)];
+    var nw0 = nx_nw;
+    if (PERSIST < 2u) { nw0 = nw[nb + min(i0, D / 4u - 1u)]; }
     if (ACC == 0u) { gather(li, o_pa(), HEADS); } else { acc_fetch(acc_at(0u, p_slot), li); }
     var ss = 0.0;
     var xv = vec4<f32>(0.0);
@@ -1289,14 +1387,25 @@ fn persist(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     if (li == 0u) { w_pos = st.pos; }
     let pos = workgroupUniformLoad(&w_pos);
     let steps = (2u + min(SPLIT, 1u)) * N_LAYERS;
+    if (PERSIST >= 2u) { step_load(0u, wg.x, pos, ctx, li, lane, sid, sgs); }
+    var pre: array<u32, 18>;                                 // PERSIST ≥ 2: the head's first item
     for (var ph = 0u; ph < steps; ph++) {
         layer_step(ph, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
+        if (PERSIST >= 2u) {
+            if (ph + 1u < steps) {
+                step_load(ph + 1u, wg.x, pos, ctx, li, lane, sid, sgs);
+            } else if (grid.x > NWG) {
+                let it0 = min(li, HEAD_ROWS * (D / 64u) - 1u);
+                pre = q80_load(min(wg.x * HEAD_ROWS + it0 / (D / 64u), VOCAB - 1u), it0 % (D / 64u));
+            }
+        }
         gsync((pos * steps + ph + 1u) * NWG, li);
     }
     if (grid.x > NWG) {
-        var pre: array<u32, 18>;
         let part = head_in(acc_at(1u, (pos * N_LAYERS + N_LAYERS - 1u) % 2u), li, lane, sid, nsg, sgs);
-        for (var g = wg.x; g < HEAD_GROUPS; g += NWG) { head_group(g, part, pre, false, li, lane, sid, nsg, sgs); }
+        for (var g = wg.x; g < HEAD_GROUPS; g += NWG) {
+            head_group(g, part, pre, PERSIST >= 2u && g == wg.x, li, lane, sid, nsg, sgs);
+        }
     }
     if (wg.x == 0u && li == 0u) { st.pos = pos + 1u; }       // nothing in this dispatch reads it again
 }

@@ -135,12 +135,14 @@ class ResidentTuning:
     the plan's copy of the tied embedding (wgsl/repack_head.wgsl, made once in prepare; 32 MB for SmolLM2), every
     head item's quants unshifted and its scales as f32, word-interleaved in chunks of 32 items, so that the head's
     loads are whole 128-byte lines instead of 17 words 68 bytes apart per invocation; same values, same sums.
-    persist: 1 (with split, acc and grid) runs a whole token in ONE dispatch (entry `persist`): its NWG workgroups
-    step through every layer with a grid barrier on an atomic counter between steps, then compute the head.  That
-    needs all NWG workgroups resident at once, which WebGPU does not promise; where they are not, the barrier gives
-    up after a bounded number of polls and the run fails with a clear error instead of hanging (on SwiftShader, for
-    one).  Cross-workgroup data within the dispatch moves only through returning atomics (see wgsl/resident.wgsl,
-    gsync).  Off by default.
+    persist (0..3): 1 (with split, acc and grid) runs a whole token in ONE dispatch (entry `persist`): its NWG
+    workgroups step through every layer with a grid barrier on an atomic counter between steps, then compute the
+    head.  That needs all NWG workgroups resident at once, which WebGPU does not promise; where they are not, the
+    barrier gives up after a bounded number of polls and the run fails with a clear error instead of hanging (on
+    SwiftShader, for one).  Cross-workgroup data within the dispatch moves only through returning atomics (see
+    wgsl/resident.wgsl, gsync).  2: also loads each step's first weight items and norm weights (and the head's first
+    item) before the previous step's barrier, so that they arrive while it waits; 3: the ATTN step's first K/V items
+    too.  Off by default.
     GPUs: split, acc, grid and sga on, kv_pre 4, touch 4, dn 3, cm 1, 128 head rows, fb 16, as many workgroups per head as fit (10 for SmolLM2),
     512 invocations (the fastest on the H200; else the largest that fits).
     CPU adapters: 64, and the knobs off."""
@@ -239,13 +241,13 @@ class ResidentTuning:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.hq, self.persist)) or \
+                                              self.hq)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
-                not 0 <= self.cm < 8:
+                not 0 <= self.cm < 8 or not 0 <= self.persist <= 3:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre, hq and persist 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
-                             "0..15, dn 0..3, cm 0..7)")
+                             "sga, wv, rd, fold, hpre and hq 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "0..15, dn 0..3, cm 0..7, persist 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
                              f"(acc={self.acc}, grid={self.grid}, {cfg.n_layers} layers)")

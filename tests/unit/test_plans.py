@@ -461,7 +461,7 @@ def test_resident_fold_and_rd():
             dataclasses.replace(ok, **bad).check(cfg, 32)
     with pytest.raises(ValueError, match="even number of layers"):
         ok.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    with pytest.raises(ValueError, match="hpre, hq and persist 0 or 1"):
+    with pytest.raises(ValueError, match="hpre and hq 0 or 1"):
         dataclasses.replace(ok, rd=2).check(cfg, 32)
     assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
 
@@ -496,6 +496,8 @@ def test_resident_persist_plan_counts_and_checks():
     cfg = SimpleNamespace(n_layers=30, d_model=576, n_heads=9, n_kv_heads=3, head_dim=64, ffn=1536, vocab=49152)
     t = resident.ResidentTuning(wg=512, fb=16, split=1, acc=1, grid=1, persist=1, head_rows=128)
     t.check(cfg, 32)
+    for level in (2, 3):
+        dataclasses.replace(t, persist=level).check(cfg, 32)
     assert resident.dispatch_count(30, True, 1, persist=1) == resident.dispatch_count(30, False, 1, persist=1) == 1
     assert resident.expected_dispatches(30, 4, 2, 1, 0, 1) == (4 + 2) / 4
     kernels = {k: SimpleNamespace(pipeline=object()) for k in ("r_step", "r_head", "r_tail", "r_persist")}
@@ -511,7 +513,7 @@ def test_resident_persist_plan_counts_and_checks():
     for bad, why in (({"split": 0}, "persist=1 needs split"), ({"acc": 0}, "persist=1 needs"),
                      ({"grid": 0}, "persist=1 needs"), ({"fold": 1}, "persist=1 needs"),
                      ({"hpre": 1}, "persist=1 needs"), ({"head_wg": 256}, "persist=1 needs"),
-                     ({"persist": 2}, "hq and persist 0 or 1")):
+                     ({"persist": 4}, "persist 0..3")):
         with pytest.raises(ValueError, match=why):
             dataclasses.replace(t, **bad).check(cfg, 32)
     assert resident.barrier_count(30, 1, 8192, 96) < 2 ** 31 <= resident.barrier_count(30, 1, 8192 * 32, 96)
@@ -563,7 +565,7 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
     for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
-        with pytest.raises(ValueError, match="hpre, hq and persist 0 or 1, acc 0..2"):
+        with pytest.raises(ValueError, match="hpre and hq 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
