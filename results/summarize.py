@@ -28,6 +28,7 @@ for p in (d.get("amortize") or {}).get("plans", []):
     t = p.get("generated_token_ids") or []
     print(name, p.get("plan"), p.get("driver"), "tok/s", p.get("decode_tok_per_s"), p.get("decode_tok_per_s_ci95"),
           "gpu_ms", p.get("gpu_ms_per_token"), "ms", p.get("ms_per_token"), p.get("stopped"), len(t),
-          hash(tuple(t)) % 100000, p.get("error") or p.get("unsupported") or "", gaps(p))
+          hash(tuple(t)) % 100000, p.get("error") or p.get("unsupported") or "", gaps(p),
+          f"pokes {p['pokes_runs']}" if p.get("poke_us") else "")
 if "error" in d:
     print(name, "error:", str(d["error"])[:300])

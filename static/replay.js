@@ -59,4 +59,36 @@ function replay(device, steps, mode, querySet, begin, end, copies) {
   return null;
 }
 
-window.dlReplay = {replay};
+// Resolve as `promise` does; until then send an empty queue submit at most every `everyUs` microseconds and
+// return how many were sent.  Chromium's GPU process looks for finished GPU work right after it handles a
+// command flush, otherwise only on a timer every 1-2 ms, so a readback that no further command follows waits
+// for that timer.  Between checks it yields as a background-priority task, which runs only when no other task
+// is waiting (a MessageChannel loop starves the readback's own reply in Chromium); setTimeout where the
+// Prioritized Task Scheduling API is missing.
+function idle() {
+  if (globalThis.scheduler && scheduler.postTask) return new Promise((r) => scheduler.postTask(r, {priority: "background"}));
+  return new Promise((r) => setTimeout(r, 0));
+}
+
+async function pokeLoop(queue, state, everyUs) {
+  let last = -Infinity;
+  while (!state.done) {
+    const now = performance.now();
+    if ((now - last) * 1000 >= everyUs) { queue.submit([]); state.pokes++; last = now; }
+    await idle();
+  }
+}
+
+// The result settles with `promise` itself, so a starved loop can only send fewer submits, never delay it.
+// Everything starts from a microtask, after the caller's FFI call has returned: the loop started inside a call
+// from Pyodide 0.27 while a mapAsync promise was pending ended in a fatal Pyodide error ("Object has already
+// been destroyed", a PyodideFuture).
+function pokeUntil(queue, promise, everyUs) {
+  return new Promise((resolve, reject) => queueMicrotask(() => {
+    const state = {done: false, pokes: 0};
+    promise.then(() => { state.done = true; resolve(state.pokes); }, (e) => { state.done = true; reject(e); });
+    pokeLoop(queue, state, everyUs);
+  }));
+}
+
+window.dlReplay = {replay, pokeUntil};

@@ -177,9 +177,11 @@ async def _kernel_profile(lab, cfg) -> dict:
 def set_tuning(params: dict) -> None:
     """fused_tuning={"wg": 16, ...} and resident_tuning={"wg": 512, ...} (JSON) override the fused and
     resident kernels' shapes, for tuning runs; copy_apart=1 gives the block loops' readback copies a submit of
-    their own (app.llm.gpu_loop.parse_copy_apart), for A/B runs."""
+    their own (app.llm.gpu_loop.parse_copy_apart), for A/B runs; poke=N sends empty submits every N µs while
+    the last readbacks are awaited (app.llm.gpu_loop.parse_poke)."""
     from app.llm import fused, gpu_loop, resident
     gpu_loop.OPTIONS["copy_apart"] = gpu_loop.parse_copy_apart(params.get("copy_apart"))
+    gpu_loop.OPTIONS["poke_us"] = gpu_loop.parse_poke(params.get("poke"))
     _overrides(params.get("fused_tuning"), "fused_tuning", fused.FusedTuning, fused.OVERRIDES)
     _overrides(params.get("resident_tuning"), "resident_tuning", resident.ResidentTuning, resident.OVERRIDES)
 

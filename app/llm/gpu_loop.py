@@ -102,13 +102,24 @@ def parse_ramp(value) -> bool:
     return _flag(value, RAMP, "ramp")
 
 
-OPTIONS = {"copy_apart": False}      # set by app.bench.amortize.set_tuning from the URL parameter copy_apart
+OPTIONS = {"copy_apart": False,      # set by app.bench.amortize.set_tuning from the URL parameters copy_apart
+           "poke_us": 0}             # and poke
 
 
 def parse_copy_apart(value) -> bool:
     """copy_apart from a URL/form value (None or "" → off): 1 submits each block's readback copy in a command
     buffer of its own after the block's (2 submits a block, as before 2026-12-05), for A/B runs."""
     return _flag(value, False, "copy_apart")
+
+
+def parse_poke(value) -> int:
+    """poke from a URL/form value (None or "" → 0, off): the run's last readback (every block submitted, no
+    other in flight) is awaited with an empty queue submit at most every `poke` µs until it resolves
+    (static/replay.js pokeUntil), so that Chromium's GPU process looks for the finished work then instead of at
+    its next 1-2 ms timer tick.  Earlier readbacks are not poked: later blocks keep the GPU busy meanwhile."""
+    if value is None or str(value).strip() == "":
+        return 0
+    return whole_number(value, 0, 100_000, "poke (µs between empty submits)")
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
@@ -161,6 +172,7 @@ class Loop:
     def __init__(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH, apart: bool = False):
         from app.gpu import COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE
         self.m, self.dev, self.driver, self.k, self.depth, self.apart = m, m.dev, driver, k, depth, apart
+        self.poke_us, self.pokes = OPTIONS["poke_us"], 0    # read(last=True): empty submits while it is awaited
         self.staging = [self.dev.create_buffer(4 * k, MAP_READ | COPY_DST, f"gpu_loop readback {i}")
                         for i in range(depth)]
         self.carry = self.dev.create_buffer(16, COPY_SRC | COPY_DST, "gpu_loop carry")
@@ -210,10 +222,14 @@ class Loop:
         tokens = self.m.act["tokens"]
         return [(tokens, 4, st, 0, 4 * length), (tokens, 4 * length, self.carry, 0, 4), (self.carry, 0, tokens, 0, 4)]
 
-    async def read(self, pending) -> list[int]:
+    async def read(self, pending, last: bool = False) -> list[int]:
+        """The block's tokens; `last` (nothing left to submit) with poke_us: poked until they arrive."""
         import js  # type: ignore
         st, length, promise = pending
-        await promise
+        if last and self.poke_us:
+            self.pokes += int(await js.dlReplay.pokeUntil(self.dev.queue, promise, self.poke_us))
+        else:
+            await promise
         out = [int(v) for v in js.Uint32Array.new(st.getMappedRange(0, 4 * length)).to_py()]
         st.unmap()
         self.dev.raise_if_lost()
@@ -300,7 +316,9 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
                 pending.append(await loop.decode_block(pos, lengths[nxt]))
                 sent_at.append(round(_now() - t_dec, 3))
                 pos, nxt = pos + lengths[nxt], nxt + 1
-            got, stop = truncate(await loop.read(pending.pop(0)), max_new - len(out), m.cfg.eos_id)
+            block = pending.pop(0)
+            last = nxt >= len(lengths) and not pending        # nothing else is coming: poke (poke_us) for it
+            got, stop = truncate(await loop.read(block, last), max_new - len(out), m.cfg.eos_id)
             t_last = _now()
             t_first = t_last if t_first is None else t_first
             read_at.append(round(t_last - t_dec, 3))
@@ -339,7 +357,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
                        if gpu_ms else "this adapter has no timestamp-query"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
-        "copy_apart": apart,
+        "copy_apart": apart, "poke_us": loop.poke_us, "pokes": loop.pokes,
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,
         "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else "unsupported",

@@ -510,11 +510,11 @@ class ResidentLoop(Loop):
         at = tokens_at(self.m.cfg, self.m.resident_tuning)
         return [(self.m.act["resident_state"], 4 * (at + pos + 1), st, 0, 4 * length)]
 
-    async def read(self, pending) -> list[int]:
-        out = await super().read(pending)
+    async def read(self, pending, last: bool = False) -> list[int]:
+        out = await super().read(pending, last)
         if FAIL_TOKEN in out:
             from app.gpu import Unsupported
-            raise Unsupported(f"resident persist=1 is unsupported here: a grid barrier gave up waiting, because this "
+            raise Unsupported(f"resident persist={self.m.resident_tuning.persist} is unsupported here: a grid barrier gave up waiting, because this "
                            f"adapter did not run all {self.m.resident_tuning.nwg(self.m.cfg)} workgroups of a "
                            "dispatch at once (WebGPU does not promise that); run without persist")
         return out

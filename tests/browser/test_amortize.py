@@ -76,10 +76,11 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
 @pytest.mark.parametrize("driver", ["python", "js"])
 def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, driver):
     """The JS row submits each block's readback copy on its own (copy_apart=1, the old way, for A/B runs): 2
-    submits a block instead of 1, the same tokens."""
+    submits a block instead of 1, the same tokens.  The Python row pokes (poke=50): its last readback is awaited
+    with at least one empty submit, which the submit count leaves out; the JS row sends none."""
     apart = driver == "js"
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": driver,
-                                    "k": 3, "copy_apart": "1" if apart else ""})
+                                    "k": 3, "copy_apart": "1" if apart else "", "poke": "" if apart else "50"})
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
@@ -89,6 +90,8 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["dispatch_count_ok"] is True
     assert r["readbacks_per_token"] == pytest.approx(3 / 4)
     assert r["copy_apart"] is apart and r["submits_per_token"] == pytest.approx((2 if apart else 1) * 3 / 4)
+    assert r["poke_us"] == (0 if apart else 50)
+    assert r["pokes_runs"] and all((p == 0) if apart else (p >= 1) for p in r["pokes_runs"]), r["pokes_runs"]
 
 
 LONG_PROMPT = " ".join(["one two three four five six seven eight nine ten"] * 7)   # 70 tokens: > 64 positions
@@ -194,7 +197,7 @@ def test_resident_persist_gives_reference_tokens_or_says_unsupported(lab_page, l
                                     "k": 3, "resident_tuning": json.dumps({"acc": 1, "grid": 1, "split": 1, "persist": level})})
     r = out["plans"][0]
     if "unsupported" in r:
-        assert "persist=1 is unsupported here" in r["unsupported"], r
+        assert f"persist={level} is unsupported here" in r["unsupported"], r
         assert "did not run all 24 workgroups" in r["unsupported"], r
         return
     assert len(out["plans"]) == 2

@@ -295,6 +295,12 @@ def test_decode_lengths_ramp_up_to_k():
     assert gpu_loop.parse_copy_apart("1") and not gpu_loop.parse_copy_apart("off")
     with pytest.raises(ValueError, match=r"^copy_apart must be 1 or 0"):
         gpu_loop.parse_copy_apart("2")
+    assert gpu_loop.parse_poke(None) == gpu_loop.parse_poke("") == gpu_loop.OPTIONS["poke_us"] == 0   # default: off
+    assert gpu_loop.parse_poke(" 50 ") == 50 and gpu_loop.parse_poke("0") == 0
+    for bad, msg in (("-1", "must be between 0 and 100000"), ("fast", "must be a whole number"),
+                     ("100001", "must be between")):
+        with pytest.raises(ValueError, match=rf"^poke \(µs between empty submits\) {msg}"):
+            gpu_loop.parse_poke(bad)
 
 
 def test_whole_number_messages():
