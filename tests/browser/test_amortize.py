@@ -193,7 +193,7 @@ def test_resident_persist_gives_reference_tokens_or_says_unsupported(lab_page, l
     gives up after a bounded number of polls and the run says so, instead of hanging or returning wrong tokens.
     Level 3 (weights, norm weights and K/V items loaded before the previous step's barrier) compiles and fails
     the same way here; on GPUs both gave the reference tokens
-    (results/2026-12-05-nvidia-h100-persist, results/2026-12-06-poke)."""
+    (results/2026-12-05-nvidia-h100-persist, results/2026-12-06-nvidia-h200-poke)."""
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": "js,python",
                                     "k": 3, "resident_tuning": json.dumps({"acc": 1, "grid": 1, "split": 1, "persist": level})})
     r = out["plans"][0]
