@@ -14,3 +14,10 @@ def whole_number(raw, lo: int, hi: int, what: str) -> int:
     if not lo <= v <= hi:
         raise ValueError(f"{what} must be between {lo} and {hi}, got {v}")
     return v
+
+
+def whole_number_or(raw, default: int, lo: int, hi: int, what: str) -> int:
+    """`default` for a missing or blank value (None, ""), else whole_number(raw, lo, hi, what)."""
+    if raw is None or str(raw).strip() == "":
+        return default
+    return whole_number(raw, lo, hi, what)

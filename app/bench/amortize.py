@@ -15,7 +15,7 @@ from __future__ import annotations
 from app.adapter import is_cpu
 from app.bench import amortize_report as R
 from app.bench import isolation
-from app.params import TRUE, whole_number
+from app.params import TRUE, whole_number_or
 
 DISPATCH_NS = (1, 16, 64, 256)
 MODE_OF = {"op_by_op": "sequential", "token_encoder": "one_encoder", "token_pass": "one_pass",
@@ -42,10 +42,7 @@ def settings(params: dict) -> dict:
 
 
 def _int(params, key, default, lo, hi) -> int:
-    raw = params.get(key)
-    if raw is None or str(raw).strip() == "":
-        return default
-    return whole_number(raw, lo, hi, key)
+    return whole_number_or(params.get(key), default, lo, hi, key)
 
 
 def _names(raw, allowed, what) -> list[str]:
@@ -178,7 +175,7 @@ def set_tuning(params: dict) -> None:
     """fused_tuning={"wg": 16, ...} and resident_tuning={"wg": 512, ...} (JSON) override the fused and
     resident kernels' shapes, for tuning runs; copy_apart=1 gives the block loops' readback copies a submit of
     their own (app.llm.gpu_loop.parse_copy_apart), for A/B runs; poke=N sends empty submits every N µs while
-    the last readbacks are awaited (app.llm.gpu_loop.parse_poke)."""
+    the last readback is awaited (app.llm.gpu_loop.parse_poke)."""
     from app.llm import fused, gpu_loop, resident
     gpu_loop.OPTIONS["copy_apart"] = gpu_loop.parse_copy_apart(params.get("copy_apart"))
     gpu_loop.OPTIONS["poke_us"] = gpu_loop.parse_poke(params.get("poke"))

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.params import FALSE, TRUE, whole_number
+from app.params import FALSE, TRUE, whole_number_or
 
 from .fused import declared, prepare, record_fused
 from .kernels import STEP_STRIDE
@@ -51,9 +51,7 @@ RAMP = True                    # decode blocks ramp up to K
 
 def parse_k(value) -> int:
     """K from a URL/form value (None or "" → DEFAULT_K); ValueError with a message for the page."""
-    if value is None or str(value).strip() == "":
-        return DEFAULT_K
-    return whole_number(value, 1, MAX_SLOTS, "k (tokens per submit)")
+    return whole_number_or(value, DEFAULT_K, 1, MAX_SLOTS, "k (tokens per submit)")
 
 
 def block_lengths(total: int, k: int) -> list[int]:
@@ -82,9 +80,7 @@ def decode_lengths(total: int, k: int, ramp: bool = False) -> list[int]:
 
 def parse_depth(value) -> int:
     """Blocks in flight from a URL/form value (None or "" → DEPTH); ValueError with a message for the page."""
-    if value is None or str(value).strip() == "":
-        return DEPTH
-    return whole_number(value, 1, 8, "depth (blocks in flight)")
+    return whole_number_or(value, DEPTH, 1, 8, "depth (blocks in flight)")
 
 
 def _flag(value, default: bool, name: str) -> bool:
@@ -117,9 +113,7 @@ def parse_poke(value) -> int:
     other in flight) is awaited with an empty queue submit at most every `poke` µs until it resolves
     (static/replay.js pokeUntil), so that Chromium's GPU process looks for the finished work then instead of at
     its next 1-2 ms timer tick.  Earlier readbacks are not poked: later blocks keep the GPU busy meanwhile."""
-    if value is None or str(value).strip() == "":
-        return 0
-    return whole_number(value, 0, 100_000, "poke (µs between empty submits)")
+    return whole_number_or(value, 0, 0, 100_000, "poke (µs between empty submits)")
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:

@@ -514,9 +514,10 @@ class ResidentLoop(Loop):
         out = await super().read(pending, last)
         if FAIL_TOKEN in out:
             from app.gpu import Unsupported
-            raise Unsupported(f"resident persist={self.m.resident_tuning.persist} is unsupported here: a grid barrier gave up waiting, because this "
-                           f"adapter did not run all {self.m.resident_tuning.nwg(self.m.cfg)} workgroups of a "
-                           "dispatch at once (WebGPU does not promise that); run without persist")
+            t = self.m.resident_tuning
+            raise Unsupported(f"resident persist={t.persist} is unsupported here: a grid barrier gave up waiting, "
+                              f"because this adapter did not run all {t.nwg(self.m.cfg)} workgroups of a dispatch at "
+                              "once (WebGPU does not promise that); run without persist")
         return out
 
 
