@@ -86,11 +86,12 @@ def _row(engine, mode, threads, on_gpu, note="") -> dict:
             "load_ms": None, "decode_ci": None, "decode_runs": [], "ttft_runs": [], "dispatches_per_token": None}
 
 
-def _finish(row: dict, results: list[dict]) -> None:
-    """Fold the timed runs into the row: medians, CI, ids of the first run, determinism check."""
-    d, t = summarise(r.get("decode_tok_per_s") for r in results), summarise(r.get("ttft_ms") for r in results)
+def _finish(row: dict, results: list[dict], rate: str = "decode_tok_per_s") -> None:
+    """Fold the timed runs into the row: medians, CI, ids of the first run, determinism check.  rate: the
+    results' key that holds the decode rate after the first token (every engine's row uses that definition)."""
+    d, t = summarise(r.get(rate) for r in results), summarise(r.get("ttft_ms") for r in results)
     row.update(decode_tok_per_s=d["median"], decode_ci=d["ci"], ttft_ms=t["median"],
-               decode_runs=[r.get("decode_tok_per_s") for r in results], ttft_runs=[r.get("ttft_ms") for r in results],
+               decode_runs=[r.get(rate) for r in results], ttft_runs=[r.get("ttft_ms") for r in results],
                generated_token_ids=list(results[0]["generated_token_ids"]) if results else [])
     if results and "block_lengths" in results[0]:                      # our block-loop plans
         row["block_timing_runs"] = block_timing(results)
@@ -110,7 +111,12 @@ async def run_ours(lab, row: dict, plan: str, driver: str, ids: list, max_new: i
         lab.check_cancel()
         lab.progress(f"compare: {label(row)} run {i + 1}/{runs}", None)
         results.append(await generate(lab, m, ids, max_new, plan, driver))
-    _finish(row, results)
+    _finish(row, results, "decode_after_first_tok_per_s")     # wllama's definition (static/wllama_glue.js)
+    own = summarise(r.get("decode_tok_per_s") for r in results)
+    row["decode_from_prefill_tok_per_s"], row["decode_from_prefill_ci"] = own["median"], own["ci"]
+    if own["median"] is not None:
+        row["note"] = _join(row["note"], f"{own['median']:.1f} tok/s counted from the prefill's end (the other "
+                                         "suites' decode rate, which includes the first token's latency)")
     row["dispatches_per_token"] = results[0]["dispatches_per_token"]
     row["stopped"] = results[0]["stopped"]
 

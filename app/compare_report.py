@@ -128,7 +128,8 @@ def rows(sec: dict) -> list[list]:
 def format_section(sec: dict) -> str:
     head = (f"Compare: our engine vs wllama {sec.get('wllama', {}).get('version') or ''} on the same GGUF — "
             f"prompt {sec.get('prompt')!r} ({sec.get('prompt_tokens')} tokens), {sec.get('max_new_tokens')} new tokens, "
-            f"greedy, n_ctx {sec.get('n_ctx')}, {sec.get('runs')} run(s) per engine; reference {sec.get('reference')}")
+            f"greedy, n_ctx {sec.get('n_ctx')}, {sec.get('runs')} run(s) per engine; reference {sec.get('reference')}; "
+            "decode tok/s = tokens after the first ÷ time from the first token to the last, for every engine")
     out = [head, report.table(HEADERS, rows(sec))]
     out += [f"  * {n}" for n in sec.get("notes", [])]
     return "\n".join(out)

@@ -1,5 +1,6 @@
 """One line per plan row of a bench JSON, for the device scripts' summary.txt:
-file plan driver tok/s [CI] gpu_ms wall_ms stopped tokens hash(ids) % 100000 error, gaps (see gaps()).
+file plan driver tok/s [CI] gpu_ms wall_ms stopped tokens hash(ids) % 100000 error, gaps (see gaps()), pokes,
+the rate after the first delivery.
 Usage: python3 results/summarize.py FILE.json"""
 import json
 import os
@@ -29,6 +30,7 @@ for p in (d.get("amortize") or {}).get("plans", []):
     print(name, p.get("plan"), p.get("driver"), "tok/s", p.get("decode_tok_per_s"), p.get("decode_tok_per_s_ci95"),
           "gpu_ms", p.get("gpu_ms_per_token"), "ms", p.get("ms_per_token"), p.get("stopped"), len(t),
           hash(tuple(t)) % 100000, p.get("error") or p.get("unsupported") or "", gaps(p),
-          f"pokes {p['pokes_runs']}" if p.get("poke_us") else "")
+          f"pokes {p['pokes_runs']}" if p.get("poke_us") else "",
+          f"after1st {p['decode_after_first_tok_per_s']}" if p.get("decode_after_first_tok_per_s") else "")
 if "error" in d:
     print(name, "error:", str(d["error"])[:300])

@@ -184,7 +184,8 @@ async function complete(opts) {
   const timings = (last && last.timings) || null;
   const out = {ok: true, token_ids: ids, text, finish_reason: finish, total_ms, timings,
                ttft_ms: stamps.length ? stamps[0] - t0 : null, decode_tok_per_s: null};
-  // Wall-clock decode rate after the first token, as our own engine measures it.
+  // Wall-clock decode rate after the first token: the compare suite's rate for every engine, ours included
+  // (decode_after_first_tok_per_s in app/llm/generate.py).
   if (stamps.length > 1 && stamps[stamps.length - 1] > stamps[0]) {
     out.decode_tok_per_s = (stamps.length - 1) / ((stamps[stamps.length - 1] - stamps[0]) / 1000);
   }

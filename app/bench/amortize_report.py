@@ -8,7 +8,8 @@ Section shape (keys the issue asks for first, extras after):
                decode_tok_per_s, ms_per_token, generated_token_ids,
                + mode, runs, decode_tok_per_s_ci95, gpu_ms_per_token, declared_dispatches_per_token,
                  dispatch_count_ok, overhead_share, per_dispatch_us, tokens_match_op_by_op, deterministic,
-                 ttft_ms, stopped, k (gpu_loop, resident)}]  or {plan, driver, unsupported: reason}
+                 ttft_ms, stopped, decode_after_first_tok_per_s (+ _ci95, _runs: the rate after the first delivery),
+                 k (gpu_loop, resident)}]  or {plan, driver, unsupported: reason}
   isolation: {k, ms, slope_us, sequential_per_dispatch_us, + series, checks, gpu_ms, …}
   per_dispatch: {sequential_us, one_encoder_us, one_pass_us, by_driver, fits, source}
   config, all_tokens_identical, python_vs_js
@@ -67,6 +68,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
     """One table row from the generate() results of repeated runs of one plan and driver."""
     first = runs[0]
     rates = _nums(r.get("decode_tok_per_s") for r in runs)
+    after = _nums(r.get("decode_after_first_tok_per_s") for r in runs)
     ms = _median(r.get("decode_ms_per_token") for r in runs)
     gpu = _median(r.get("gpu_ms_per_token") for r in runs)
     disp = first["dispatches_per_token"]
@@ -78,6 +80,9 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
            "mode": mode, "runs": len(runs),
            "decode_tok_per_s_ci95": list(stats.bootstrap_ci(rates)) if rates else None,
            "decode_tok_per_s_runs": rates,
+           "decode_after_first_tok_per_s": stats.median(after) if after else None,
+           "decode_after_first_ci95": list(stats.bootstrap_ci(after)) if after else None,
+           "decode_after_first_runs": after,
            "gpu_ms_per_token": gpu if gpu is not None else "unsupported",
            "declared_dispatches_per_token": first.get("expected_dispatches_per_token"),
            "dispatch_count_ok": all(r["dispatches_per_token"] == r.get("expected_dispatches_per_token") for r in runs),
@@ -185,15 +190,16 @@ def plans_table(sec: dict) -> str:
     rows = []
     for r in sec.get("plans", []):
         if "unsupported" in r:
-            rows.append([r["plan"], r["driver"], "unsupported here: " + str(r["unsupported"])] + [""] * 9)
+            rows.append([r["plan"], r["driver"], "unsupported here: " + str(r["unsupported"])] + [""] * 10)
             continue
         ok = "yes" if r.get("tokens_match_op_by_op") else ("—" if r.get("tokens_match_op_by_op") is None else "NO")
         rows.append([r["plan"] + (f" K={r['k']}" if "k" in r else ""), r["driver"], _per_tok(r["dispatches_per_token"]),
                      _per_tok(r["submits_per_token"]), _per_tok(r["readbacks_per_token"]),
-                     fmt(r["decode_tok_per_s"], 1), _ci(r), fmt(r["ms_per_token"]), fmt(r.get("gpu_ms_per_token")),
+                     fmt(r["decode_tok_per_s"], 1), _ci(r), fmt(r.get("decode_after_first_tok_per_s"), 1),
+                     fmt(r["ms_per_token"]), fmt(r.get("gpu_ms_per_token")),
                      _pct(r.get("overhead_share")), ok, "ok" if r.get("dispatch_count_ok") else "MISMATCH"])
-    return table(["plan", "driver", "disp/tok", "submits/tok", "readbacks/tok", "tok/s", "95% CI", "ms/tok",
-                  "GPU ms/tok", "overhead*", "ids = op_by_op", "count"], rows)
+    return table(["plan", "driver", "disp/tok", "submits/tok", "readbacks/tok", "tok/s", "95% CI", "after 1st**",
+                  "ms/tok", "GPU ms/tok", "overhead*", "ids = op_by_op", "count"], rows)
 
 
 def isolation_text(iso: dict) -> str:
@@ -217,7 +223,9 @@ def format_section(sec: dict) -> str:
     parts = [f"Amortization (prompt {cfg.get('prompt', '?')!r}, {cfg.get('max_new', '?')} new tokens, "
              f"{cfg.get('runs', '?')} runs each; tok/s = median, 95% bootstrap CI over runs)", plans_table(sec),
              "* overhead = dispatches/token × per-dispatch cost of the plan's mode and driver (dispatch suite, this "
-             "session) ÷ ms/token: an estimate, it can exceed 100% when the counter kernel's cost is not additive"]
+             "session) ÷ ms/token: an estimate, it can exceed 100% when the counter kernel's cost is not additive",
+             "** decode tok/s after the first delivery: tokens delivered after it ÷ time from it to the last (the compare "
+             "suite's definition for every engine); tok/s counts every token from the prefill's end"]
     pj = sec.get("python_vs_js") or []
     if pj:
         parts += ["", "Python-driven vs JS-driven replay (goal: Python within 10% of JS)",

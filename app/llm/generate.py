@@ -20,6 +20,10 @@ by the caller with the plan's declared count.
 Timing (page clock, performance.now): ttft_ms = start → first new token read back (prompt included);
 decode_tok_per_s = new tokens / (last token read back − prefill finished with the GPU idle), i.e. the
 rate of the forwards that produce tokens, the same definition as the GPU loop's so plans compare.
+decode_after_first_tok_per_s = tokens after the first delivery / (last read back − first read back): the
+definition that every engine can be measured by from its token stream alone (the compare suite's, wllama's
+included; llama.cpp's eval rate and the usual time per output token after the first).  It leaves out the
+first token's latency (the GPU's start and its first readback), which the first definition charges to decode.
 """
 from __future__ import annotations
 
@@ -29,6 +33,12 @@ from .kernels import STEP_STRIDE
 from .model import PLANS, Model
 
 TIMED_TOKENS = 512                     # GPU timestamps for at most this many tokens per run
+
+
+def after_first(tokens: int, ms: float):
+    """decode_after_first_tok_per_s: `tokens` delivered after the first delivery, `ms` after it; None when
+    there are none (a one-token answer) or no time passed."""
+    return round(tokens * 1000 / ms, 3) if tokens > 0 and ms > 0 else None
 
 
 def _now() -> float:
@@ -254,6 +264,7 @@ def _result(loop: _TokenLoop, prompt_ids: list, stopped: str, gpu_ms: list, t0: 
         "ttft_ms": round(loop.t_first - t0, 3) if out else None,
         "decode_tok_per_s": round(len(out) * 1000 / dec, 3) if out and dec > 0 else None,
         "decode_ms_per_token": round(dec / len(out), 3) if out else None,
+        "decode_after_first_tok_per_s": after_first(len(out) - 1, loop.t_last - loop.t_first) if out else None,
         "dispatches_per_token": loop.dec_c.dispatches / n,
         "expected_dispatches_per_token": spec.dispatches(m.cfg, True),
         "prefill_dispatches_per_token": loop.pre_c.dispatches / (len(prompt_ids) - 1) if len(prompt_ids) > 1 else None,

@@ -31,7 +31,8 @@ The last block is shortened to what max_new still needs, so the KV cache never g
 len(prompt) + max_new positions.  Prompt tokens but the last are fed in blocks of K without the head.
 
 Metrics match app/llm/generate.py's keys.  Differences, by design: decode rate = tokens delivered ÷
-(last readback − decode start), since a whole block arrives at once; dispatches and submits per token
+(last readback − decode start), since a whole block arrives at once; the rate after the first delivery counts
+the tokens delivered after the first block's (its tokens arrive together); dispatches and submits per token
 count every token computed (delivered or discarded), so they equal the declared counts.
 """
 from __future__ import annotations
@@ -297,7 +298,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
     apart = OPTIONS["copy_apart"]
     loop = how.loop(m, driver, k, len(lengths), depth, apart)
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
-    stopped, pending, t_first, read_at, sent_at = "max_new_tokens", [], None, [], []
+    stopped, pending, t_first, n_first, read_at, sent_at = "max_new_tokens", [], None, 0, [], []
     try:
         t0 = _now()
         await how.prefill(m, loop, prompt_ids)
@@ -314,7 +315,8 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
             last = nxt >= len(lengths) and not pending        # nothing else is coming: poke (poke_us) for it
             got, stop = truncate(await loop.read(block, last), max_new - len(out), m.cfg.eos_id)
             t_last = _now()
-            t_first = t_last if t_first is None else t_first
+            if t_first is None:
+                t_first, n_first = t_last, len(got)
             read_at.append(round(t_last - t_dec, 3))
             for t in got:
                 out.append(t)
@@ -334,6 +336,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         gpu_ms = await loop.gpu_ms()
     finally:
         loop.destroy()
+    from .generate import after_first
     n, computed = len(out), max(loop.computed, 1)
     dec_ms = t_last - t_dec
     return {
@@ -341,6 +344,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "ttft_ms": round(t_first - t0, 3),
         "decode_tok_per_s": round(n * 1000 / dec_ms, 3) if n and dec_ms > 0 else None,
         "decode_ms_per_token": round(dec_ms / n, 3) if n else None,
+        "decode_after_first_tok_per_s": after_first(n - n_first, t_last - t_first if n else 0),
         "dispatches_per_token": (loop.dispatches - pre_dispatches) / computed,
         "expected_dispatches_per_token": how.expected(m, loop, computed),
         "prefill_dispatches_per_token": pre_dispatches / (len(prompt_ids) - 1) if len(prompt_ids) > 1 else None,

@@ -84,6 +84,8 @@ def render(lab, section: dict) -> None:
             f"{esc(section.get('max_new_tokens'))} new tokens, n_ctx {esc(section.get('n_ctx'))}, "
             f"{esc(section.get('runs'))} run(s) per engine, reference {esc(section.get('reference'))}; "
             f"wllama build {esc((section.get('wllama') or {}).get('version'))}. "
+            "Decode tok/s is the rate after the first token (tokens after it ÷ time from it to the last) for every "
+            "engine; our rows' notes add our other suites' rate, counted from the prefill's end. "
             "“Ours ×” = our decode rate ÷ that row's (above 1: ours is faster).</p>")
     failed = [e for e in section["engines"] if e.get("error")]
     warn = "".join(message("error", f"{cr.label(e)}: {e['error']}") for e in failed)

@@ -50,6 +50,8 @@ def test_compare_suite_rows_agreement_and_fallback(page, server):
             assert e["wllama"]["prompt_n"] == sec["prompt_tokens"]  # same tokens in: no BOS, same tokenizer
         else:
             assert e["dispatches_per_token"] > 0
+            # decode_tok_per_s is the rate after the first token, as wllama's; our suites' rate is kept beside it
+            assert e["decode_from_prefill_tok_per_s"] > 0 and "counted from the prefill's end" in e["note"]
 
     web = rows[("wllama", "webgpu", hc)]
     if not sec["wllama"]["capabilities"]["shader_f16"]:  # SwiftShader: must say so, never claim the GPU

@@ -575,3 +575,10 @@ def test_resident_acc_and_grid_layout():
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))
+
+
+def test_after_first_rate_counts_what_came_after_the_first_delivery():
+    from app.llm.generate import after_first
+    assert after_first(3, 2.0) == 1500.0                   # 3 tokens in the 2 ms after the first delivery
+    assert after_first(0, 5.0) is None                     # a one-token (or one-block) answer has no such rate
+    assert after_first(4, 0.0) is None
