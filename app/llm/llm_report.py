@@ -13,6 +13,7 @@ REQUIRED = ("model", "prompt_tokens", "generated_token_ids", "text", "ttft_ms", 
 # (key, label, digits) in print order
 ROWS = (("prompt_tokens", "prompt tokens", 0), ("ttft_ms", "time to first token (ms)", 1),
         ("decode_tok_per_s", "decode tokens/s", 2), ("decode_ms_per_token", "decode ms/token", 1),
+        ("decode_after_first_tok_per_s", "decode tokens/s after the first token", 2),
         ("dispatches_per_token", "dispatches/token", 1), ("expected_dispatches_per_token", "declared dispatches/token", 0),
         ("submits_per_token", "submits/token", 2), ("readbacks_per_token", "readbacks/token", 2),
         ("gpu_ms_per_token", "GPU ms/token (timestamps)", 2))

@@ -10,6 +10,7 @@ from app.ui.dom import add_options, el, esc, kv, message, on, run_button, set_ht
 
 METRICS = (("prompt_tokens", "Prompt tokens"), ("ttft_ms", "Time to first token (ms)"),
            ("decode_tok_per_s", "Decode tokens/s"), ("decode_ms_per_token", "Decode ms/token"),
+           ("decode_after_first_tok_per_s", "Decode tokens/s after the first token"),
            ("dispatches_per_token", "Dispatches/token"), ("expected_dispatches_per_token", "Declared dispatches/token"),
            ("submits_per_token", "Submits/token"), ("readbacks_per_token", "Readbacks/token"),
            ("gpu_ms_per_token", "GPU ms/token (timestamps)"), ("stopped", "Stopped by"))
