@@ -122,7 +122,6 @@ override SPLIT: u32 = 0u;                                    // 1: Q|K|V in a st
 override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
 override ACC: u32 = 0u;                                      // 1, 2: residual sums in fixed-point atomics (acc_add)
 override KV_PRE: u32 = 2u;                                   // positions per invocation whose K, V load first (≤ 8)
-override KVR: u32 = 0u;                                      // 1: those K, V in named private vec4s (pf_set / pf_get)
 override GRID: u32 = 0u;                                     // 1: the step is the dispatch's workgroup count − NWG
 override WO_PARTS: u32 = 1u;                                 // ATTN workgroups per head (output projection rows split)
 override SGA: u32 = 0u;                                      // 1: the attention of attn_sg (no barriers in its loop)
@@ -175,55 +174,6 @@ var<private> nx: array<u32, 30>;                          // PERSIST ≥ 2: the 
 var<private> nx_nw: vec4<f32>;                            // norm-weight vec4, loaded before gsync (step_load)
 var<private> nx_k: array<vec4<f32>, 8>;                   // PERSIST 3: the ATTN step's first K and V items too
 var<private> nx_v: array<vec4<f32>, 8>;
-// KVR = 1 (ResidentTuning.kvr): the attention's prefetched K/V items in 16 named vec4s instead of the arrays kpf and
-// vpf, which kv_at takes by value and indexes with a loop variable.  WGSL cannot index a value with a variable, so
-// the compiler may copy such an array into function memory at every index (a per-round cost if the driver does not
-// unroll and fold it away); named variables cannot be indexed at all, so they can only live in registers.
-var<private> pk0: vec4<f32>;
-var<private> pk1: vec4<f32>;
-var<private> pk2: vec4<f32>;
-var<private> pk3: vec4<f32>;
-var<private> pk4: vec4<f32>;
-var<private> pk5: vec4<f32>;
-var<private> pk6: vec4<f32>;
-var<private> pk7: vec4<f32>;
-var<private> pv0: vec4<f32>;
-var<private> pv1: vec4<f32>;
-var<private> pv2: vec4<f32>;
-var<private> pv3: vec4<f32>;
-var<private> pv4: vec4<f32>;
-var<private> pv5: vec4<f32>;
-var<private> pv6: vec4<f32>;
-var<private> pv7: vec4<f32>;
-
-fn pf_set(e: u32, k: vec4<f32>, v: vec4<f32>) {
-    switch e {
-        case 0u: { pk0 = k; pv0 = v; }
-        case 1u: { pk1 = k; pv1 = v; }
-        case 2u: { pk2 = k; pv2 = v; }
-        case 3u: { pk3 = k; pv3 = v; }
-        case 4u: { pk4 = k; pv4 = v; }
-        case 5u: { pk5 = k; pv5 = v; }
-        case 6u: { pk6 = k; pv6 = v; }
-        default: { pk7 = k; pv7 = v; }
-    }
-}
-
-fn pf_get(which: u32, e: u32) -> vec4<f32> {                 // K (which 0) or V (1) of prefetched item e
-    var k = pk7;
-    var v = pv7;
-    switch e {
-        case 0u: { k = pk0; v = pv0; }
-        case 1u: { k = pk1; v = pv1; }
-        case 2u: { k = pk2; v = pv2; }
-        case 3u: { k = pk3; v = pv3; }
-        case 4u: { k = pk4; v = pv4; }
-        case 5u: { k = pk5; v = pv5; }
-        case 6u: { k = pk6; v = pv6; }
-        default: { }
-    }
-    return select(k, v, which == 1u);
-}
 
 // Ablation for timing runs (ResidentTuning.skip; tokens are then meaningless): 1 residual partial sums,
 // 2 Q|K|V matvec, 4 attention, 8 output projection, 16 gate|up matvec, 32 down projection, 64 every ATTN
@@ -885,12 +835,8 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         for (var e = 0u; e < KV_PRE; e++) {                  // a constant bound: unrolled, in registers
             let tv = kv_item(e, li, lane, sid, sgs);
             if (tv.x <= pos) {
-                if (KVR != 0u) {
-                    pf_set(e, kc[cache0 + tv.x * kvd4 + tv.y], vc[cache0 + tv.x * kvd4 + tv.y]);
-                } else {
-                    kpf[e] = kc[cache0 + tv.x * kvd4 + tv.y];
-                    vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
-                }
+                kpf[e] = kc[cache0 + tv.x * kvd4 + tv.y];
+                vpf[e] = vc[cache0 + tv.x * kvd4 + tv.y];
             }
         }
     }
@@ -976,9 +922,7 @@ fn kv_at(which: u32, t: u32, dq: u32, e: u32, pos: u32, cache0: u32, kpf: array<
         return stage4((HEADS + which * KV_HEADS + p_g) * HEAD_DIM + 4u * dq);
     }
     var r = vec4<f32>(0.0);
-    if (e < KV_PRE && KVR != 0u && PERSIST < 3u) {
-        r = pf_get(which, e);
-    } else if (e < KV_PRE) {
+    if (e < KV_PRE) {
         for (var j = 0u; j < KV_PRE; j++) { if (j == e) { r = select(kpf[j], vpf[j], which == 1u); } }   // static
     } else if (which == 0u) {
         r = kc[cache0 + t * KV_HEADS * HEAD_DIM / 4u + dq];

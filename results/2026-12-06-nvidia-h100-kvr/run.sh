@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device-side command of this folder (one call): kvr 1 (the attention's prefetched K/V items in named variables
+# Device-side command (one call; on this loan without its last three lines, the compare suite: `head -n -3 run.sh`): kvr 1 (the attention's prefetched K/V items in named variables
 # instead of arrays passed by value) against the defaults, interleaved, 128 tokens, JS, K = 8; kvr with kv_pre 5;
 # then both plans with both drivers, with the defaults and with kvr; then the compare suite.
 source results/2026-12-05-nvidia-h200-dn/common.sh
