@@ -32,5 +32,9 @@ for p in (d.get("amortize") or {}).get("plans", []):
           hash(tuple(t)) % 100000, p.get("error") or p.get("unsupported") or "", gaps(p),
           f"pokes {p['pokes_runs']}" if p.get("poke_us") else "",
           f"after1st {p['decode_after_first_tok_per_s']}" if p.get("decode_after_first_tok_per_s") else "")
+for e in (d.get("compare") or {}).get("engines", []):
+    print(name, e.get("engine"), e.get("mode"), e.get("threads"), "tok/s", e.get("decode_tok_per_s"), e.get("decode_ci"),
+          "from prefill", e.get("decode_from_prefill_tok_per_s"), "ttft", e.get("ttft_ms"), "agree", e.get("agree_prefix"),
+          e.get("error") or "")
 if "error" in d:
     print(name, "error:", str(d["error"])[:300])
