@@ -295,10 +295,11 @@ async def run(lab, params: dict) -> dict:
 
 
 def notes(lab, caps: dict) -> list[str]:
-    out = ["decode tok/s is the rate of the forward passes that each yield one token, wall clock in this page: "
-           "ours = new tokens / (last token read back − prefill done) (app/llm/generate.py); wllama = "
-           "(new tokens − 1) / (last token − first token), since llama.cpp samples its first token from the prompt "
-           "pass. TTFT = request to first token, prompt included. llama.cpp's own timings are in each wllama row.",
+    out = ["decode tok/s is the same for every engine, wall clock in this page: tokens after the first ÷ (last token "
+           "− first token) (decode_after_first_tok_per_s in app/llm/generate.py). Our rows also give the rate our "
+           "other suites report, new tokens ÷ (last token read back − prefill done), which charges the first "
+           "token's latency to decode (decode_from_prefill_tok_per_s). TTFT = request to first token, prompt "
+           "included. llama.cpp's own timings are in each wllama row.",
            "Every engine loads once, makes one untimed warm-up (a whole generation on a real GPU, 1 token on a CPU "
            "adapter), then the timed runs; the CI is a 95% "
            "bootstrap interval of the median over those runs.",

@@ -5,7 +5,7 @@ the page.  Section layout (app/compare.py builds it):
   {"prompt", "chat", "prompt_tokens", "n_ctx", "max_new_tokens", "runs", "reference": "ours/<plan>",
    "engines": [{"engine", "mode", "threads", "on_gpu", "decode_tok_per_s", "ttft_ms", "generated_token_ids",
                 "agree_prefix", "note", + load_ms, decode_ci, decode_runs, ttft_runs, dispatches_per_token,
-                ours_speedup, error, wllama: {...}}...],
+                ours_speedup, error, wllama: {...}, ours only: decode_from_prefill_tok_per_s, decode_from_prefill_ci}...],
    "wllama": {version, capabilities}, "notes": [...]}
 """
 from __future__ import annotations
