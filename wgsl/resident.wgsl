@@ -122,8 +122,6 @@ override SPLIT: u32 = 0u;                                    // 1: Q|K|V in a st
 override SKIP: u32 = 0u;                                     // ablation bitmask (timing only, see skip())
 override ACC: u32 = 0u;                                      // 1, 2: residual sums in fixed-point atomics (acc_add)
 override KV_PRE: u32 = 2u;                                   // positions per invocation whose K, V load first (≤ 8)
-override CU: u32 = 0u;                                       // 1: attn_sg's merge of the subgroups over a constant bound
-override SG_MIN: u32 = 4u;                                   // the adapter's smallest subgroup (CU's bound WG / SG_MIN)
 override GRID: u32 = 0u;                                     // 1: the step is the dispatch's workgroup count − NWG
 override WO_PARTS: u32 = 1u;                                 // ATTN workgroups per head (output projection rows split)
 override SGA: u32 = 0u;                                      // 1: the attention of attn_sg (no barriers in its loop)
@@ -1077,20 +1075,14 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     }
     workgroupBarrier();
     if (li < HEAD_DIM) {
-        // CU = 1: the same sums in the same order over a constant bound (WG / SG_MIN, ≥ nsg) with a uniform guard,
-        // so that the compiler can unroll them and issue every load and exponential at once instead of one
-        // subgroup's after the other.
-        let qn = select(nsg, WG / SG_MIN, CU != 0u);
         var mx = -BIG;
-        for (var q = 0u; q < qn; q++) { if (q < nsg) { mx = max(mx, red[q]); } }
+        for (var q = 0u; q < nsg; q++) { mx = max(mx, red[q]); }
         var o = 0.0;
         var lt = 0.0;
-        for (var q = 0u; q < qn; q++) {
-            if (q < nsg) {
-                let c = exp(red[q] - mx);
-                o += prod[q * HEAD_DIM + li] * c;
-                lt += bitcast<f32>(redu[q]) * c;
-            }
+        for (var q = 0u; q < nsg; q++) {
+            let c = exp(red[q] - mx);
+            o += prod[q * HEAD_DIM + li] * c;
+            lt += bitcast<f32>(redu[q]) * c;
         }
         if (skip(4u)) { lt = 1.0; }
         vec_b[vb_at(li)] = o / lt;

@@ -110,10 +110,7 @@ class ResidentTuning:
     word is a signed remainder, so that the many small terms add one word instead of two); grid: 1 tells a step dispatch its step by
     its workgroup count (NWG + step; the extra workgroups return at once) instead of the atomic counter, so
     its weight loads need no round trip first; kv_pre (0..8): the positions per attention invocation whose K
-    and V are loaded at dispatch start (the rest load inside the attention loop, a round trip per round); cu:
-    1 merges sga's per-subgroup results (a max, then an exponential and two products per subgroup) in loops over
-    a constant bound, wg / the adapter's smallest subgroup, guarded by the subgroup count, so that the compiler
-    can unroll them (same sums, same order, same bits);
+    and V are loaded at dispatch start (the rest load inside the attention loop, a round trip per round);
     wo_parts: ATTN workgroups per head, each computing the head's attention and 1/wo_parts of the rows of its
     output-projection slice (heads × wo_parts ≤ NWG); sga: 1 computes the attention with a running max and
     sum per group of sgl subgroup lanes (online softmax, no workgroup barrier until the groups merge)
@@ -158,7 +155,6 @@ class ResidentTuning:
     acc: int = 0
     grid: int = 0
     kv_pre: int = 2
-    cu: int = 0
     wo_parts: int = 1
     sga: int = 0
     sgl: int = 0
@@ -245,12 +241,12 @@ class ResidentTuning:
         """ValueError naming the first shape this tuning cannot serve (sg_min: the adapter's smallest subgroup)."""
         if self.fb < 8 or self.head_rows < 1 or not 0 <= self.skip < 1024 or self.wo_parts < 1 or \
                 any(v not in (0, 1) for v in (self.split, self.grid, self.sga, self.wv, self.rd, self.fold, self.hpre,
-                                              self.hq, self.cu)) or \
+                                              self.hq)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
                 not 0 <= self.cm < 8 or not 0 <= self.persist <= 3:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
-                             "sga, wv, rd, fold, hpre, hq and cu 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
+                             "sga, wv, rd, fold, hpre and hq 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
                              "0..15, dn 0..3, cm 0..7, persist 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
@@ -416,7 +412,7 @@ async def prepare(m) -> None:
                        "ROPE_DIM": c.rope_dim, "FFN": c.ffn, "N_LAYERS": c.n_layers, "VOCAB": c.vocab,
                        "EPS": c.rms_eps, "NWG": t.nwg(c), "FB": t.fb, "WG": t.wg, "HEAD_ROWS": t.head_rows,
                        "HEAD_GROUPS": t.head_groups(c), "PROD": t.prod(c, sg), "SKIP": t.skip, "SPLIT": t.split,
-                       "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "CU": t.cu, "SG_MIN": sg, "WO_PARTS": t.wo_parts, "SGA": t.sga,
+                       "ACC": t.acc, "GRID": t.grid, "KV_PRE": t.kv_pre, "WO_PARTS": t.wo_parts, "SGA": t.sga,
                        "SGL": t.lanes(c, sg), "WV": t.wv, "TOUCH": t.touch, "RD": t.rd, "FOLD": t.fold, "HPRE": t.hpre,
                        "ACCW": t.accw(c), "DN": t.dn, "CM": t.cm, "HQ": t.hq, "PERSIST": t.persist})
         modules: dict = {}

@@ -114,7 +114,7 @@ def long_reference(lab_page):
 
 
 @pytest.mark.parametrize("tuning", ['{"wg": 64}', '{"wg": 64, "kv_pre": 8, "acc": 1, "split": 1}',
-                                    '{"wg": 64, "sga": 1, "kv_pre": 8, "acc": 1, "split": 1, "wo_parts": 2, "cu": 1}',
+                                    '{"wg": 64, "sga": 1, "kv_pre": 8, "acc": 1, "split": 1, "wo_parts": 2}',
                                     '{"wg": 64, "sga": 1, "sgl": 2, "kv_pre": 3}'])
 def test_resident_attention_spans_several_chunks(lab_page, long_reference, tuning):
     """A context longer than the resident kernel's workgroup (64 invocations on CPU adapters) makes its
@@ -122,7 +122,7 @@ def test_resident_attention_spans_several_chunks(lab_page, long_reference, tunin
     rounds loaded up front and the rest inside the loop; the tokens must still match token_pass.  sga: 16
     slots of 4 lanes (4 vec4s each) take 4 or 5 positions each, 2 of 2 lanes per 4-wide subgroup merge by
     shuffles (sgl 2), and this dispatch's own K/V come from workgroup memory (split 0); wo_parts: 2 workgroups
-    per head, each adding half of the output projection's rows; cu: the subgroups' merge over a constant bound.  No grid here: its extra workgroups (up to 90 a
+    per head, each adding half of the output projection's rows.  No grid here: its extra workgroups (up to 90 a
     step) cost SwiftShader more than the rest of a step, about 1.6 of 3.4 s a position with split; the tests
     with a short prompt cover it."""
     out = check(lab_page, "plans", {"prompt": LONG_PROMPT, "max_new_tokens": 3, "plans": "resident",

@@ -467,7 +467,7 @@ def test_resident_fold_and_rd():
             dataclasses.replace(ok, **bad).check(cfg, 32)
     with pytest.raises(ValueError, match="even number of layers"):
         ok.check(SimpleNamespace(**{**vars(cfg), "n_layers": 29}), 32)
-    with pytest.raises(ValueError, match="hpre, hq and cu 0 or 1"):
+    with pytest.raises(ValueError, match="hpre and hq 0 or 1"):
         dataclasses.replace(ok, rd=2).check(cfg, 32)
     assert ok.shared_bytes(cfg, 32) - dataclasses.replace(ok, rd=0).shared_bytes(cfg, 32) == 4 * (2 * 576 - 1)
 
@@ -570,8 +570,8 @@ def test_resident_acc_and_grid_layout():
     assert [resident.grid(cfg, plain, s) for s in (0, 5)] == [48, 48]
     assert [resident.grid(cfg, acc, s) for s in (0, 5, 90)] == [48, 53, 138]
     acc.check(cfg)
-    for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}, {"cu": 2}):
-        with pytest.raises(ValueError, match="hpre, hq and cu 0 or 1, acc 0..2"):
+    for bad in ({"acc": 3}, {"grid": -1}, {"kv_pre": 9}, {"touch": 16}, {"touch": -1}):
+        with pytest.raises(ValueError, match="hpre and hq 0 or 1, acc 0..2"):
             resident.ResidentTuning(wg=1024, fb=32, **bad).check(cfg)
     with pytest.raises(ValueError, match="255 contributors"):           # the low words' sum could overflow
         resident.ResidentTuning(wg=1024, fb=32, acc=1).check(SimpleNamespace(**{**vars(cfg), "ffn": 32 * 255}))

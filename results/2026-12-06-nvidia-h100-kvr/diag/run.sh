@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device-side command (second call): where the attention's per-round cost lies. One run each, 128 tokens, resident,
+# Device-side command (second call; ran on an H100, results in res/ here): where the attention's per-round cost lies. One run each, 128 tokens, resident,
 # JS, K = 8; the per-block GPU times (block_timing_runs) against the position show the growth with the context.
 # kv_pre 0: no K/V prefetch (every round loads in the loop); kv_pre 1; skip 4: no attention (tokens meaningless).
 source results/2026-12-05-nvidia-h200-dn/common.sh

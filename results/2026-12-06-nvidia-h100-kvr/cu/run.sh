@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device-side command (third call): cu 1 (attn_sg's merge of its 16 subgroups over a constant bound, so that the
+# Device-side command (third call; ran on an H100, results in res/ here): cu 1 (attn_sg's merge of its 16 subgroups over a constant bound, so that the
 # compiler can unroll it) against the defaults, interleaved, 128 tokens, resident, JS, K = 8; then both plans
 # with both drivers, with the defaults and with cu.
 source results/2026-12-05-nvidia-h200-dn/common.sh
