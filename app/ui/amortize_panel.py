@@ -91,20 +91,21 @@ def _f(x, d=2) -> str:
 
 def _row(r: dict) -> list:
     if "unsupported" in r:
-        return [r["plan"], r["driver"], "unsupported here: " + str(r["unsupported"])] + [""] * 8
+        return [r["plan"], r["driver"], "unsupported here: " + str(r["unsupported"])] + [""] * 9
     ci = r.get("decode_tok_per_s_ci95")
     ok = {True: "yes", False: "NO", None: "—"}[r.get("tokens_match_op_by_op")]
     share = r.get("overhead_share")
     return [r["plan"] + (f" K={r['k']}" if "k" in r else ""), r["driver"], _f(r["dispatches_per_token"], 0),
             _f(r["submits_per_token"], 3), _f(r["readbacks_per_token"], 3), _f(r["decode_tok_per_s"], 1),
-            f"[{_f(ci[0], 1)}, {_f(ci[1], 1)}]" if ci else "—", _f(r["ms_per_token"]), _f(r.get("gpu_ms_per_token")),
+            f"[{_f(ci[0], 1)}, {_f(ci[1], 1)}]" if ci else "—", _f(r.get("decode_after_first_tok_per_s"), 1),
+            _f(r["ms_per_token"]), _f(r.get("gpu_ms_per_token")),
             "—" if share is None else f"{100 * share:.0f}%", ok]
 
 
 def render(lab, sec: dict) -> None:
     from app.ui import amortize_charts
     heads = ["plan", "driver", "dispatches/token", "submits/token", "readbacks/token", "tok/s", "95% CI",
-             "ms/token", "GPU ms/token", "overhead*", "ids = op_by_op"]
+             "tok/s after the 1st token", "ms/token", "GPU ms/token", "overhead*", "ids = op_by_op"]
     msgs = []
     if not sec.get("all_tokens_identical", True):
         msgs.append(message("error", "The plans did not all produce the same greedy tokens."))
@@ -116,9 +117,11 @@ def render(lab, sec: dict) -> None:
                  f"ratio {p['ratio']:.3f} ({'within' if p['within_10pct'] else 'not within'} 10%)</li>"
                  for p in sec.get("python_vs_js", []))
     set_html("amortize-out", "".join(msgs) + html_table(heads, [_row(r) for r in sec.get("plans", [])],
-                                                        numeric=set(range(2, 10)))
+                                                        numeric=set(range(2, 11)))
              + "<p class='muted'>* estimated dispatch overhead = dispatches/token × the per-dispatch cost of the plan's "
-               "submission mode and driver, measured in this session with the dispatch suite's kernel, ÷ ms/token.</p>"
+               "submission mode and driver, measured in this session with the dispatch suite's kernel, ÷ ms/token. "
+               "tok/s counts every new token from the prefill's end; the rate after the 1st token counts the tokens "
+               "delivered after the first delivery, from it to the last (the compare suite's rate).</p>"
              + (f"<ul>{pj}</ul>" if pj else ""))
     el("amortize-charts").hidden = False  # empty until there is a run to draw
     amortize_charts.ms_per_token(sec)

@@ -261,7 +261,7 @@ def test_autorun_quick_section_and_panel(page, server):
     for mode in ("sequential_us", "one_encoder_us", "one_pass_us"):
         assert sec["per_dispatch"][mode] is not None
     text = page.inner_text("#panel-amortize")
-    assert "gpu_loop K=2" in text and "Isolation" in text
+    assert "gpu_loop K=2" in text and "Isolation" in text and "tok/s after the 1st token" in text
     assert page.evaluate("document.querySelectorAll('#panel-amortize canvas').length") == 2
     assert page_text_has_no_traceback(page)
 
