@@ -8,7 +8,8 @@ Section shape (keys the issue asks for first, extras after):
                decode_tok_per_s, ms_per_token, generated_token_ids,
                + mode, runs, decode_tok_per_s_ci95, gpu_ms_per_token, declared_dispatches_per_token,
                  dispatch_count_ok, overhead_share, per_dispatch_us, tokens_match_op_by_op, deterministic,
-                 ttft_ms, stopped, decode_after_first_tok_per_s (+ _ci95, _runs: the rate after the first delivery),
+                 ttft_ms, stopped, decode_after_first_tok_per_s (the rate after the first delivery; with
+                 decode_after_first_ci95 and decode_after_first_runs),
                  k (gpu_loop, resident)}]  or {plan, driver, unsupported: reason}
   isolation: {k, ms, slope_us, sequential_per_dispatch_us, + series, checks, gpu_ms, …}
   per_dispatch: {sequential_us, one_encoder_us, one_pass_us, by_driver, fits, source}

@@ -288,7 +288,7 @@ async def generate(lab, m, prompt_ids: list, max_new: int, driver: str = "python
 async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, ramp=None, depth=None) -> dict:
     """The block loop shared by gpu_loop and resident: prefill, then blocks of ≤ k tokens, `depth` in flight
     (URL parameter depth, DEPTH by default)."""
-    from .generate import check_request
+    from .generate import after_first, check_request
     k = parse_k(lab.params.get("k") if k is None else k)
     check_request(m, prompt_ids, max_new)
     await how.prepare(m)
@@ -336,7 +336,6 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         gpu_ms = await loop.gpu_ms()
     finally:
         loop.destroy()
-    from .generate import after_first
     n, computed = len(out), max(loop.computed, 1)
     dec_ms = t_last - t_dec
     return {
@@ -344,7 +343,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "ttft_ms": round(t_first - t0, 3),
         "decode_tok_per_s": round(n * 1000 / dec_ms, 3) if n and dec_ms > 0 else None,
         "decode_ms_per_token": round(dec_ms / n, 3) if n else None,
-        "decode_after_first_tok_per_s": after_first(n - n_first, t_last - t_first if n else 0),
+        "decode_after_first_tok_per_s": after_first(n - n_first, t_last - t_first),
         "dispatches_per_token": (loop.dispatches - pre_dispatches) / computed,
         "expected_dispatches_per_token": how.expected(m, loop, computed),
         "prefill_dispatches_per_token": pre_dispatches / (len(prompt_ids) - 1) if len(prompt_ids) > 1 else None,
