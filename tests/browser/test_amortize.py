@@ -93,12 +93,13 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["poke_us"] == (0 if apart else 50)
     assert r["pokes_runs"] and all((p == 0) if apart else (p >= 1) for p in r["pokes_runs"]), r["pokes_runs"]
     # the rate after the first delivery: the 3 tokens of blocks 2 and 3 over the time from block 1's readback to
-    # block 3's (block_read_ms is rounded to µs)
+    # block 3's (block_read_ms is rounded to µs, the rate to 3 decimals: on a loaded machine SwiftShader's rate can
+    # be ~0.25 tok/s, where that rounding alone is 2e-3 of it)
     runs = r["block_timing_runs"]
     assert len(r["decode_after_first_runs"]) == len(runs)
     for rate, b in zip(r["decode_after_first_runs"], runs):
         assert b["block_lengths"] == [1, 1, 2]
-        assert rate == pytest.approx(3000 / (b["block_read_ms"][-1] - b["block_read_ms"][0]), rel=1e-3)
+        assert rate == pytest.approx(3000 / (b["block_read_ms"][-1] - b["block_read_ms"][0]), rel=1e-3, abs=6e-4)
 
 
 LONG_PROMPT = " ".join(["one two three four five six seven eight nine ten"] * 7)   # 70 tokens: > 64 positions
