@@ -7,7 +7,7 @@
 source results/2026-12-05-nvidia-h200-dn/common.sh
 pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
 for r in 1 2; do
-  for k in 4 6 8 16; do
+  for k in 4 8 16; do
     go "s${k}_$r" "" --param plans=resident --param drivers=js,python --k "$k" --prompt "The capital of France is"; pack
     go "l${k}_$r" "" --param plans=resident --param drivers=js,python --k "$k"; pack
   done
