@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Device-side command of this folder (one call): every suite on the current code, with the defaults, as in
+# Device-side command (one call): every suite on the current code, with the defaults, as in
 # ../2026-12-06-nvidia-h100-full/run.sh, on an H200. The dispatch suite goes last with a 330 s timeout (it took 169 s
-# on the H100; 200 s was too short there), after the K sweep of ../2026-12-06-nvidia-h100-k/run.sh. Results are
+# on the H100; 200 s was too short there), after the K sweep of ksweep.sh. Results are
 # re-packed after each step, so a call cut short at its 600 s still brings back the steps before.
 source results/2026-12-05-nvidia-h200-dn/common.sh
 pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
@@ -15,5 +15,5 @@ go long "" --param plans=resident,gpu_loop --param drivers=js,python; pack
 suite amortize 240 --suite amortize
 suite llm 60 --suite llm --plan resident --driver js --max-new-tokens 32
 suite compare 150 --suite compare --max-new-tokens 32 --runs 3
-bash results/2026-12-06-nvidia-h100-k/run.sh       # the K sweep of that folder, on this card too
+bash results/pending/ksweep.sh                  # the K sweep, on this card too
 suite dispatch 330 --suite dispatch

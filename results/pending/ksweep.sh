@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device-side command of this folder (one call): tokens per block K for the resident plan, interleaved, two rounds. A block loop
+# Device-side command (one call, alone or from full.sh): tokens per block K for the resident plan, interleaved, two rounds. A block loop
 # learns of EOS only when the block holding it is read back, so the tokens computed after EOS in that block (up to
 # K - 1) are GPU time the answer waits for. "The capital of France is" stops at EOS after 30 tokens (max 128 new);
 # "Once upon a time" runs 128 tokens, where smaller K means more blocks and more gaps between them. Then the compare
