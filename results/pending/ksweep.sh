@@ -4,7 +4,7 @@
 # K - 1) are GPU time the answer waits for. "The capital of France is" stops at EOS after 30 tokens (max 128 new);
 # "Once upon a time" runs 128 tokens, where smaller K means more blocks and more gaps between them. Then the compare
 # suite at K = 4 (its default K is 16).
-source results/2026-12-05-nvidia-h200-dn/common.sh
+declare -F go > /dev/null || source results/2026-12-05-nvidia-h200-dn/common.sh   # sourced from full.sh: already there
 pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
 for r in 1 2; do
   for k in 4 8 16; do
