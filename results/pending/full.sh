@@ -15,5 +15,5 @@ go long "" --param plans=resident,gpu_loop --param drivers=js,python; pack
 suite amortize 240 --suite amortize
 suite llm 60 --suite llm --plan resident --driver js --max-new-tokens 32
 suite compare 150 --suite compare --max-new-tokens 32 --runs 3
-source results/pending/ksweep.sh                # the K sweep, on this card too (same shell: one SECONDS clock)
+source results/2026-12-06-nvidia-h100-ksweep/ksweep.sh                # the K sweep, on this card too (same shell: one SECONDS clock)
 suite dispatch 330 --suite dispatch
