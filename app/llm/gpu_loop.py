@@ -1,6 +1,6 @@
 """The `gpu_loop` plan: K tokens per submit, the token loop stays on the GPU, one readback per K tokens.
 
-    result = await generate(lab, model, prompt_ids, max_new, driver="python", on_token=None, k=16)
+    result = await generate(lab, model, prompt_ids, max_new, driver="python", on_token=None, k=4)
 
 A block of L ≤ K steps is ONE recorded plan: the fused dispatches of slots 0..L-1 back to back in one
 compute pass.  Step j reads its input token from tokens[j] and its position from steps[j] (dynamic
@@ -45,7 +45,11 @@ from .fused import declared, prepare, record_fused
 from .kernels import STEP_STRIDE
 from .model import MAX_SLOTS
 
-DEFAULT_K = 16
+DEFAULT_K = 4                  # tokens per block: results/2026-12-06-nvidia-h100-ksweep (H100, resident, 2 rounds × 3 runs,
+#   both drivers).  EOS is seen only when its block is read back, so the tokens that block computes after EOS delay
+#   the answer: (K - 1) / 2 on average.  A 30-token answer: K = 4 1,321 (JS) / 1,364 (Python) tok/s, K = 8 1,278 /
+#   1,284, K = 16 1,093 / 1,079.  128 tokens without EOS: K = 4 1,423 / 1,425, K = 8 1,435 / 1,427, K = 16 1,433 /
+#   1,424 (each block costs ~0.04 ms more).  K = 4 wins for answers up to ~250 tokens and loses < 1% beyond.
 DEPTH = 4                      # blocks in flight
 RAMP = True                    # decode blocks ramp up to K
 

@@ -23,7 +23,7 @@ PANEL = """
     <label>Prompt <input id="amortize-prompt" size="32" value="The capital of France is"></label>
     <label>New tokens <input id="amortize-max" type="number" min="1" max="512" value="32"></label>
     <label>Runs <input id="amortize-runs" type="number" min="1" max="50" value="5"></label>
-    <label>K (gpu_loop, resident) <input id="amortize-k" type="number" min="1" max="64" value="16"></label>
+    <label>K (gpu_loop, resident) <input id="amortize-k" type="number" min="1" max="64"></label>
     <label><input id="amortize-quick" type="checkbox"> quick</label>
     <button id="amortize-run" class="primary">Run amortize suite</button>
     <button id="amortize-stop" disabled>Stop</button>
@@ -43,8 +43,10 @@ _hooks = []
 def mount(lab) -> None:
     global _lab
     import app.llm.plans  # noqa: F401 - registers the fused and gpu_loop plans for every panel
+    from app.llm.gpu_loop import DEFAULT_K
     _lab = lab
     set_html("panel-amortize", PANEL)
+    el("amortize-k").value = str(DEFAULT_K)
     el("amortize-quick").checked = bool(lab.params.get("quick"))
     on("amortize-run", "click", _run)
     on("amortize-stop", "click", _stop)

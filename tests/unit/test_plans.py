@@ -230,7 +230,7 @@ def test_plan_keep_state_needs_the_same_state():
 
 # ------------------------------------------------------------------------------------------ gpu loop
 def test_parse_k():
-    assert gpu_loop.parse_k(None) == gpu_loop.parse_k("") == 16
+    assert gpu_loop.parse_k(None) == gpu_loop.parse_k("") == gpu_loop.DEFAULT_K == 4
     assert gpu_loop.parse_k("3") == 3 and gpu_loop.parse_k(64) == 64
     for bad in ("0", "65", "x", "1.5"):
         with pytest.raises(ValueError, match="k \\(tokens per submit\\)"):
@@ -393,7 +393,7 @@ def test_section_validates_formats_and_exports():
 def test_settings_parse_and_reject():
     from app.bench.amortize import settings
     s = settings({"quick": "1"})
-    assert s["quick"] and s["max_new"] == 8 and s["runs"] == 2 and s["k"] == 16 and s["plans"] == list(plans.ORDER)
+    assert s["quick"] and s["max_new"] == 8 and s["runs"] == 2 and s["k"] == 4 and s["plans"] == list(plans.ORDER)
     s = settings({"plans": "fused, gpu_loop", "drivers": "js", "k": "3", "runs": "4", "max_new_tokens": "8"})
     assert s["plans"] == ["fused", "gpu_loop"] and s["drivers"] == ["js"] and (s["k"], s["runs"], s["max_new"]) == (3, 4, 8)
     for bad, msg in (({"plans": "fast"}, "unknown plan 'fast'"), ({"drivers": "c"}, "unknown driver"),
