@@ -99,6 +99,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
         row["depth"] = first.get("depth")
         row["copy_apart"] = first.get("copy_apart")
         row["poke_us"] = first.get("poke_us")
+        row["tuning"] = first.get("tuning")
         row["pokes_runs"] = [r.get("pokes") for r in runs]
         row["block_timing_runs"] = block_timing(runs)
     return row

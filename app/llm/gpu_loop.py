@@ -279,6 +279,11 @@ class FusedLoop:
     def expected(self, m, loop: "Loop", computed: int) -> float:
         return declared(m.cfg, True)
 
+    def tuning(self, m) -> dict:
+        """The kernels' effective shapes (defaults for this adapter plus any overrides), for the results."""
+        import dataclasses
+        return dataclasses.asdict(m.fused_tuning)
+
     def expected_prefill(self, m) -> float:
         return declared(m.cfg, False)
 
@@ -358,7 +363,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
                        if gpu_ms else "this adapter has no timestamp-query"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
-        "copy_apart": apart, "poke_us": loop.poke_us, "pokes": loop.pokes,
+        "copy_apart": apart, "poke_us": loop.poke_us, "pokes": loop.pokes, "tuning": how.tuning(m),
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,
         "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else "unsupported",

@@ -536,6 +536,10 @@ class Resident:
         for length in block_lengths(len(ids) - 1, loop.k):
             await loop.replay(block_plan(m, length, False, False))
 
+    def tuning(self, m) -> dict:
+        """The step kernel's effective tuning (this adapter's defaults plus any overrides), for the results."""
+        return dataclasses.asdict(m.resident_tuning)
+
     def expected(self, m, loop, computed: int) -> float:
         t = m.resident_tuning
         return expected_dispatches(m.cfg.n_layers, computed, loop.blocks, t.split, t.fold, t.persist)

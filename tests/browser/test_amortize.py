@@ -131,6 +131,7 @@ def test_resident_attention_spans_several_chunks(lab_page, long_reference, tunin
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == long_reference
+    assert {**r["tuning"], **json.loads(tuning)} == r["tuning"]     # the row records the tuning that ran
 
 
 def test_resident_tuning_variants_give_reference_tokens(lab_page):

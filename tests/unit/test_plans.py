@@ -345,7 +345,7 @@ def _section():
             ("fused", "js"): [_run("fused", [1, 2, 3], 123, ms=10.5, rate=95.0)],
             ("gpu_loop", "js"): [_run("gpu_loop", [1, 2, 4], 123, ms=4.0, rate=250.0, k=16, wasted_tokens=13,
                                       block_lengths=[1, 2], block_read_ms=[3.5, 6.0], block_gpu_ms=[1.2, 2.3],
-                                      block_sent_ms=[0.4, 1.0], block_gpu_gap_ms=[0.05])],
+                                      block_sent_ms=[0.4, 1.0], block_gpu_gap_ms=[0.05], tuning={"wg": 8})],
             ("token_pass", "js"): []}
     rows = R.plan_rows(runs, per, {"op_by_op": "sequential", "fused": "one_pass", "gpu_loop": "one_pass",
                                    "token_pass": "one_pass"}, 30, 16, {})
@@ -365,6 +365,7 @@ def test_section_rows_and_checks():
     assert by[("gpu_loop", "js")]["block_timing_runs"] == [       # per run: what tells a slow run's cause apart
         {"block_lengths": [1, 2], "block_sent_ms": [0.4, 1.0], "block_read_ms": [3.5, 6.0], "block_gpu_ms": [1.2, 2.3],
          "block_gpu_gap_ms": [0.05]}]
+    assert by[("gpu_loop", "js")]["tuning"] == {"wg": 8}
     assert "block_timing_runs" not in by[("fused", "js")]
     assert by[("token_pass", "js")] == {"plan": "token_pass", "driver": "js", "unsupported": "no run finished"}
     assert sec["all_tokens_identical"] is False
