@@ -190,6 +190,9 @@ class ResidentTuning:
             # (results/2026-12-05-nvidia-h100-cm-hq): cm 3 (down and output projections column-major) 0.6837-0.6845
             # vs cm 0 0.6915-0.6924 in 3 rounds, cm 1 (down only) 0.6809-0.6822, cm 2 (output only) 0.6933-0.6946
             # (cm 4: 0.690; hq: 0.691); cm 1 with 128 head rows 0.6787-0.679 vs cm 3 0.6835-0.6843 in 3 rounds
+            # re-checked on these defaults (results/2026-12-06-nvidia-h100-retune, H100): 0.6835-0.6847; kv_pre 2
+            # and fold 1 the same, head_rows 256 0.686, hpre 1 0.689, kv_pre 6 0.691, touch 0 0.694, fb 32 0.696,
+            # rd 1 0.701, wg 256 0.707, split 0 0.719, wg 1024 0.778
             for sga in (1, 0):                  # sga merges one head_dim per subgroup: more memory when narrow
                 t = cls(wg=wg, fb=16, split=1, acc=1, grid=1, kv_pre=4, sga=sga, touch=4, dn=3, cm=1, head_rows=128)
                 t = dataclasses.replace(t, wo_parts=t.max_wo_parts(cfg))
