@@ -119,6 +119,9 @@ async def run_ours(lab, row: dict, plan: str, driver: str, ids: list, max_new: i
                                          "suites' decode rate, which includes the first token's latency)")
     row["dispatches_per_token"] = results[0]["dispatches_per_token"]
     row["stopped"] = results[0]["stopped"]
+    for key in ("k", "tuning"):                                         # block loops: what shaped the rate
+        if key in results[0]:
+            row[key] = results[0][key]
 
 
 # ------------------------------------------------------------------------------------ wllama

@@ -69,7 +69,8 @@ def test_compare_suite_rows_agreement_and_fallback(page, server):
 
 
 def test_wllama_failure_stays_in_its_rows_panel_run(page, server):
-    """Run from the panel's form (not autorun) with wllama's wasm gone: its rows say why, ours still run."""
+    """Run from the panel's form (not autorun) with wllama's wasm gone: its rows say why, ours still run
+    (the resident plan picked in the form, with its K and kernel shape in the row)."""
     page.route("**/vendor/wllama/wllama.wasm", lambda r: r.fulfill(status=404, body="gone"))
     assert open_lab(page, server) == "ready"
     page.click("#tabs button[data-panel=compare]")
@@ -77,7 +78,7 @@ def test_wllama_failure_stays_in_its_rows_panel_run(page, server):
     page.fill("#cmp-max", "2")
     page.fill("#cmp-runs", "1")
     page.click("#cmp-plan")  # focus lists the registered plans
-    page.select_option("#cmp-plan", "op_by_op")
+    page.select_option("#cmp-plan", "resident")
     page.click("#cmp-run")
     page.wait_for_selector("#status[data-state=done], #status[data-state=error]", timeout=900_000)
     assert page.get_attribute("#status", "data-state") == "done"
@@ -86,8 +87,11 @@ def test_wllama_failure_stays_in_its_rows_panel_run(page, server):
     assert wl and all(e["error"] and "Aborted(" in e["error"] and e["decode_tok_per_s"] is None for e in wl)
     assert all(e["on_gpu"] is False for e in wl)
     ours = [e for e in sec["engines"] if e["engine"] == "ours"]
-    assert [e["mode"] for e in ours] == ["op_by_op"] and sec["reference"] == "ours/op_by_op"  # plan honoured
+    assert [e["mode"] for e in ours] == ["resident", "op_by_op"] and sec["reference"] == "ours/resident"  # honoured
     assert all(not e["error"] and len(e["generated_token_ids"]) == 2 for e in ours)
+    assert ours[0]["generated_token_ids"] == ours[1]["generated_token_ids"]
+    assert ours[0]["k"] == 4 and ours[0]["tuning"]["wg"] == 64          # the block loop's K and kernel shape, recorded
+    assert "k" not in ours[1] and "tuning" not in ours[1]
     assert "wllama failed to load" in page.inner_text("#panel-compare")
     assert page.locator("#cmp-table table tbody tr").count() == len(sec["engines"])
     assert page.external_requests == [] and page_text_has_no_traceback(page)
