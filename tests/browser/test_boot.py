@@ -10,6 +10,7 @@ def test_boots_offline_and_fills_env_card(page, server):
                    "maxStorageBufferBindingSize"):
         assert needle in card
     assert page.evaluate("crossOriginIsolated") is True
+    assert page.input_value("#amortize-k") == "4"          # the form's K is the code's default (gpu_loop.DEFAULT_K)
     assert page_text_has_no_traceback(page)
 
 
