@@ -556,7 +556,8 @@ def main(argv=None) -> int:
     b.add_argument("--max-new-tokens", type=int, dest="max_new_tokens")
     b.add_argument("--plan", help="dispatch plan for --suite llm")
     b.add_argument("--driver", choices=("python", "js"), help="who encodes the recorded plan (--suite llm)")
-    b.add_argument("--k", type=int, help="tokens per submit (block) for the gpu_loop and resident plans (default 4)")
+    b.add_argument("--k", type=int, help="tokens per submit (block) for the gpu_loop and resident plans "
+                                         "(default: the page's, DEFAULT_K in app/llm/gpu_loop.py)")
     b.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="extra page parameter (repeatable), e.g. --param tuning=gpu")
     b.add_argument("--runs", type=int, help="repeated runs per engine/plan")
