@@ -470,11 +470,15 @@ def bench(args) -> int:
     timeout = args.timeout or DEFAULT_TIMEOUT[args.suite]
     say(f"bench: suite={args.suite} browser={browser} driver={'playwright' if use_pw else 'direct launch'}")
     say(f"  page: {url}")
+    flags = chromium_flags(args.browser_flags or "")
     try:
-        with launched_browser(browser, chromium_flags(args.browser_flags or ""), url, use_pw) as handle:
+        with launched_browser(browser, flags, url, use_pw) as handle:
             results, last = wait_for_results(sink, timeout, handle)
     finally:
         httpd.shutdown()
+    if isinstance(results, dict) and isinstance(results.get("env"), dict):   # what the page cannot know
+        results["env"]["launch"] = {"browser": browser, "flags": flags,
+                                    "via": "playwright" if use_pw else "direct launch"}
     if results is None:
         where = f" Last progress: {last.get('message')}" if last else " The page sent no progress at all."
         say(f"bench: no results within {timeout:.0f} s.{where}")
@@ -537,6 +541,20 @@ def test(args) -> int:
 
 
 # ----------------------------------------------------------------------------------------- main
+def glue_flag_values(argv: list) -> list:
+    """`--browser-flags "--one-flag"` → `--browser-flags=--one-flag`: argparse would take a value that starts
+    with "--" and holds no space for an option of its own and stop with "expected one argument"."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--browser-flags" and i + 1 < len(argv):
+            out.append(f"--browser-flags={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="build.py", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -562,11 +580,13 @@ def main(argv=None) -> int:
                    help="extra page parameter (repeatable), e.g. --param tuning=gpu")
     b.add_argument("--runs", type=int, help="repeated runs per engine/plan")
     b.add_argument("--browser", help="Chromium-family binary (launched directly, without Playwright)")
-    b.add_argument("--browser-flags", default="", help="extra browser flags")
+    b.add_argument("--browser-flags", default="", help="extra browser flags, one string (e.g. '--enable-dawn-features=X'); "
+                   "recorded in the results' env.launch")
     b.add_argument("--dist", help="serve this already-built site (no fetch/build)")
     b.add_argument("--no-playwright", action="store_true", help="launch the browser directly even if Playwright exists")
     b.add_argument("--timeout", type=float, help="seconds to wait for results")
     sub.add_parser("test", help="set up and run the test suite (extra arguments go to pytest)")
+    argv = glue_flag_values(sys.argv[1:] if argv is None else list(argv))
     args, extra = p.parse_known_args(argv)
     if extra and args.cmd != "test":
         p.error("unrecognized arguments: " + " ".join(extra))

@@ -5,3 +5,24 @@ def is_cpu(info: dict) -> bool:
     """A software (CPU) adapter: the browser's fallback adapter, or SwiftShader reported as a regular one.
     Kernel shapes and benchmark sizes differ there, since kernel time, not dispatch cost, dominates."""
     return bool(info.get("isFallbackAdapter")) or info.get("architecture") == "swiftshader"
+
+
+OOB_BASE = 1000          # wgsl/probe_safety.wgsl: word i of the probe's source buffer holds OOB_BASE + i
+OOB_INDEX = 5            # the word `oob` reads through a 4-word binding
+
+
+def safety_facts(oob_value: int, before_write: list[int]) -> dict:
+    """What wgsl/probe_safety.wgsl saw, in words: how an out-of-bounds storage read came back (word OOB_INDEX
+    through a binding of words 0..3), and what workgroup memory held before its first write.  WebGPU promises
+    the first is kept inside the binding and the second is zero; Chromium keeps both unless
+    --enable-dawn-features=disable_robustness / disable_workgroup_init turns them off, and both cost GPU time in
+    every dispatch, so results say which ran."""
+    oob = {OOB_BASE + 3: "clamped to the binding", 0: "zero (checked by the driver or hardware)",
+           OOB_BASE + OOB_INDEX: "unchecked (read past the binding)"}.get(int(oob_value))
+    if oob is None:
+        oob = f"another value in the buffer ({int(oob_value)})" if OOB_BASE <= oob_value < OOB_BASE + 64 \
+            else f"unexpected value {int(oob_value)}"
+    nonzero = sum(1 for v in before_write if v)
+    wg = "all zero" if not nonzero else f"not zeroed ({nonzero} of {len(before_write)} words held data)"
+    return {"out_of_bounds_read": oob, "workgroup_memory_before_write": wg,
+            "safe": oob_value in (OOB_BASE + 3, 0) and not nonzero}

@@ -35,3 +35,40 @@ def collect(dev=None) -> dict:
     else:
         env["adapter"] = None
     return env
+
+
+async def probe_safety(dev) -> dict:
+    """Run wgsl/probe_safety.wgsl once (two tiny passes, one readback) and describe what the adapter does for
+    out-of-bounds reads and uninitialized workgroup memory (app.adapter.safety_facts).  Never raises: a probe
+    that fails says so instead."""
+    import numpy as np
+    from app.adapter import OOB_BASE, OOB_INDEX, safety_facts
+    from app.gpu import COPY_DST, COPY_SRC, STORAGE
+    from app.llm.kernels import load_kernel
+    groups = 64
+    bufs = []
+    try:
+        cache: dict = {}
+        k = {e: await load_kernel(dev, "probe_safety.wgsl", e, None, f"safety probe {e}", cache)
+             for e in ("oob", "fill", "peek")}
+        src = dev.create_buffer(256, STORAGE | COPY_DST, "safety probe src")
+        out = dev.create_buffer(4 * (3 + 64 * groups), STORAGE | COPY_SRC | COPY_DST, "safety probe out")
+        bufs = [src, out]
+        dev.write_buffer(src, 0, np.arange(OOB_BASE, OOB_BASE + 64, dtype=np.uint32))
+        dev.write_buffer(out, 0, np.array([OOB_INDEX], np.uint32))
+        bg = k["oob"].bind(dev, [(src, 0, 16), out], "safety probe")
+        enc = dev.device.createCommandEncoder()
+        for entry, n in (("oob", 1), ("fill", 4 * groups), ("peek", groups)):
+            p = enc.beginComputePass()
+            p.setPipeline(k[entry].pipeline)
+            p.setBindGroup(0, bg)
+            p.dispatchWorkgroups(n)
+            p.end()
+        dev.submit([enc.finish()])
+        words = np.frombuffer(await dev.read_buffer(out, 4 * (3 + 64 * groups)), np.uint32)
+        return {"status": "measured", **safety_facts(int(words[1]), [int(v) for v in words[3:]])}
+    except Exception as e:  # noqa: BLE001  (a fingerprint item must not stop the page)
+        return {"status": f"the probe failed: {e}"}
+    finally:
+        for b in bufs:
+            b.destroy()

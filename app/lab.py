@@ -121,6 +121,9 @@ async def boot(lab: Lab) -> None:
         lab.gpu_error = str(e)
         lab.error("WebGPU is not available", str(e), e.help)
     lab.env = environment.collect(lab.dev)
+    if lab.dev is not None:
+        lab.status("loading", "Probing the adapter's safety checks…")
+        lab.env["safety"] = await environment.probe_safety(lab.dev)
     from app.ui import env_panel
     env_panel.render(lab)
 

@@ -93,6 +93,16 @@ def format_env(env: dict) -> str:
             f" (fallback: {a.get('isFallbackAdapter')})" if a else "adapter: none",
             f"browser: {env.get('user_agent', '?')}",
             f"cross-origin isolated: {env.get('cross_origin_isolated')}, timer resolution: {env.get('timer_resolution_us')} µs"]
+    sf = env.get("safety")
+    if sf:
+        bits.append("safety checks (probed): " + (f"out-of-bounds read {sf.get('out_of_bounds_read')}, workgroup "
+                                                  f"memory before a write {sf.get('workgroup_memory_before_write')}"
+                                                  if sf.get("status") == "measured" else str(sf.get("status"))))
+    launch = env.get("launch")
+    if launch:
+        dawn = [f for f in launch.get("flags", []) if str(f).startswith("--enable-dawn-features=")]
+        bits.append(f"launched by bench ({launch.get('via')}): {launch.get('browser')}"
+                    + (f", {' '.join(dawn)}" if dawn else ""))
     return "\n".join(bits)
 
 

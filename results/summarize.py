@@ -36,5 +36,11 @@ for e in (d.get("compare") or {}).get("engines", []):
     print(name, e.get("engine"), e.get("mode"), e.get("threads"), "tok/s", e.get("decode_tok_per_s"), e.get("decode_ci"),
           "from prefill", e.get("decode_from_prefill_tok_per_s"), "ttft", e.get("ttft_ms"), "agree", e.get("agree_prefix"),
           e.get("error") or "")
+sf = (d.get("env") or {}).get("safety")
+if sf:                                                          # the safety probe (from the fifteenth session on)
+    print(name, "safety", sf.get("out_of_bounds_read") or sf.get("status"), "|", sf.get("workgroup_memory_before_write"))
+kp = (d.get("amortize") or {}).get("kernel_profile")
+if kp:
+    print(name, "profile", json.dumps(kp.get("runs") or kp.get("status")))
 if "error" in d:
     print(name, "error:", str(d["error"])[:300])

@@ -14,6 +14,7 @@ def render(lab) -> None:
         ("Timer resolution (measured)", f"{env.get('timer_resolution_us')} µs"),
         ("Timestamp queries", _ts(env.get("timestamp_query"))),
         ("shader-f16", "yes" if env.get("shader_f16") else "no (f16 rows are marked unsupported)"),
+        *_safety(env.get("safety")),
         ("CPU threads (hardwareConcurrency)", env.get("hardware_concurrency")),
         ("Python / Pyodide / numpy", f"{env.get('python')} / {env.get('pyodide')} / {env.get('numpy')}"),
         ("Features", ", ".join(env.get("features") or []) or "—"),
@@ -36,3 +37,13 @@ def _ts(tq) -> str:
         return "unsupported here"
     q = tq.get("quantized")
     return "available" + ("" if q is None else (", quantized (100 µs steps)" if q else ", not quantized"))
+
+
+def _safety(sf) -> list:
+    """The safety probe's rows (app.environment.probe_safety); none before it ran."""
+    if not sf:
+        return []
+    if sf.get("status") != "measured":
+        return [("Safety checks (probed)", sf.get("status"))]
+    return [("Out-of-bounds storage read (probed)", sf.get("out_of_bounds_read")),
+            ("Workgroup memory before a write (probed)", sf.get("workgroup_memory_before_write"))]

@@ -25,6 +25,13 @@ def test_direct_launch_dispatch_quick(site, tmp_path):
     doc = json.loads(out.read_text())
     report.validate(doc)
     assert doc["env"]["adapter"]["architecture"]
+    launch = doc["env"]["launch"]                          # recorded by bench: the page cannot see its flags
+    assert launch["via"] == "direct launch" and launch["browser"] == chromium_path()
+    assert "--enable-unsafe-webgpu" in launch["flags"]
+    safety = doc["env"]["safety"]                          # probed on the adapter (SwiftShader keeps both checks)
+    assert safety["status"] == "measured" and safety["safe"], safety
+    assert safety["workgroup_memory_before_write"] == "all zero"
+    assert "safety checks (probed): out-of-bounds read" in p.stdout
     assert "one_pass" in p.stdout and "sequential" in p.stdout  # the printed table
     assert "[" in p.stdout and "%]" in p.stdout  # progress lines were shown
 

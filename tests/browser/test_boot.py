@@ -9,6 +9,8 @@ def test_boots_offline_and_fills_env_card(page, server):
     for needle in ("User agent", "Adapter", "Fallback adapter", "Cross-origin isolated", "Timer resolution", "Features",
                    "maxStorageBufferBindingSize"):
         assert needle in card
+    assert "Out-of-bounds storage read (probed)\nclamped to the binding" in card      # SwiftShader keeps both
+    assert "Workgroup memory before a write (probed)\nall zero" in card
     assert page.evaluate("crossOriginIsolated") is True
     assert page.input_value("#amortize-k") == "4"          # the form's K is the code's default (gpu_loop.DEFAULT_K)
     assert page_text_has_no_traceback(page)

@@ -157,3 +157,18 @@ def test_bench_url_forwards_parameters():
     a.param = ["novalue"]
     with pytest.raises(build.BuildError, match="KEY=VALUE"):
         build.bench_url("http://127.0.0.1:1/", a)
+
+
+def test_browser_flags_take_a_single_dashed_flag():
+    """`--browser-flags "--enable-dawn-features=X"` (no space in the value) reaches the bench as its value."""
+    assert build.glue_flag_values(["bench", "--browser-flags", "--enable-dawn-features=x", "--quick"]) == \
+        ["bench", "--browser-flags=--enable-dawn-features=x", "--quick"]
+    assert build.glue_flag_values(["bench", "--browser-flags"]) == ["bench", "--browser-flags"]
+    launched = []
+    orig = build.bench
+    try:
+        build.bench = lambda args: launched.append(args.browser_flags) or 0
+        assert build.main(["bench", "--browser-flags", "--enable-dawn-features=x"]) == 0
+    finally:
+        build.bench = orig
+    assert launched == ["--enable-dawn-features=x"]

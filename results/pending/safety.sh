@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Device-side command (one call): what WebGPU's two per-dispatch safety guarantees cost the resident plan, where
+# the GPU time per token goes with today's defaults, and the issue-6 rates at the default K = 4.
+# 1. Dawn toggles, interleaved over 3 rounds (order reversed in round 2), 128 tokens of "Once upon a time", K = 8,
+#    resident, JS, 3 runs each: the recipe's flags (base); + disable_robustness (rob); + disable_workgroup_init
+#    (wgi); + both (both).  Every run's env block records the flags (env.launch) and what the safety probe saw
+#    (env.safety), so each row shows whether the toggle took effect.
+# 2. Ablations on the defaults (tokens meaningless): skip 256 (no head), skip 192 (no layer work: the steps'
+#    dispatches only), skip 1 (no accumulator adds/reads); and the per-kind GPU profile (profile=1) with base flags
+#    and with both toggles.
+# 3. The issue-6 rates at K = 4 (the default) and K = 8: 128 tokens and the 30-token answer, both drivers,
+#    interleaved; then the compare suite with its defaults.
+source results/2026-12-05-nvidia-h200-dn/common.sh
+pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
+mk() { echo "$GPU_FLAGS" | sed "s/--enable-dawn-features=vulkan_enable_f16_on_nvidia/--enable-dawn-features=vulkan_enable_f16_on_nvidia,$1/"; }
+declare -A FL=([base]="$GPU_FLAGS" [rob]="$(mk disable_robustness)" [wgi]="$(mk disable_workgroup_init)"
+               [both]="$(mk disable_robustness,disable_workgroup_init)")
+gof() {  # name flags-key args...
+  local n=$1 f=$2; shift 2
+  timeout 200 python3 build.py bench --browser "$CHROMIUM" --browser-flags "${FL[$f]}" --dist "$DIST" \
+    --json "$R/$n.json" "${LONG[@]}" "$@" > "$R/$n.txt" 2>&1
+  python3 results/summarize.py "$R/$n.json" >> "$R/summary.txt"; echo "$n $SECONDS s" >> "$R/times.txt"; pack
+}
+P=(--param plans=resident --param drivers=js)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
+gof w0 base "${P[@]}"
+for f in base rob wgi both; do gof ${f}_1 $f "${P[@]}"; done
+for f in both wgi rob base; do gof ${f}_2 $f "${P[@]}"; done
+for f in base rob wgi both; do gof ${f}_3 $f "${P[@]}"; done
+gof skip256 base "${P[@]}" --param 'resident_tuning={"skip": 256}'
+gof skip192 base "${P[@]}" --param 'resident_tuning={"skip": 192}'
+gof skip1 base "${P[@]}" --param 'resident_tuning={"skip": 1}'
+gof prof_base base "${P[@]}" --param profile=1
+gof prof_both both "${P[@]}" --param profile=1
+S=(--param plans=resident --param drivers=js,python --prompt "The capital of France is")
+L=(--param plans=resident --param drivers=js,python)
+gof s4_1 base "${S[@]}" --k 4
+gof l4_1 base "${L[@]}" --k 4
+gof s8_1 base "${S[@]}" --k 8
+gof l8_1 base "${L[@]}" --k 8
+gof s4_2 base "${S[@]}" --k 4
+gof l4_2 base "${L[@]}" --k 4
+gof s8_2 base "${S[@]}" --k 8
+gof l8_2 base "${L[@]}" --k 8
+timeout 150 "${B[@]}" --json "$R/compare.json" --suite compare --max-new-tokens 32 --runs 3 > "$R/compare.txt" 2>&1
+python3 results/summarize.py "$R/compare.json" >> "$R/summary.txt"; echo "compare $SECONDS s" >> "$R/times.txt"; pack

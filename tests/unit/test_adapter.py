@@ -1,0 +1,28 @@
+"""Pure adapter facts: the safety probe's reading (app.adapter.safety_facts)."""
+from app.adapter import OOB_BASE, OOB_INDEX, safety_facts
+from app.report import format_env
+
+
+def test_safety_facts_names_each_outcome():
+    zero = [0] * 128
+    assert safety_facts(OOB_BASE + 3, zero) == {"out_of_bounds_read": "clamped to the binding",
+                                                "workgroup_memory_before_write": "all zero", "safe": True}
+    assert safety_facts(0, zero)["out_of_bounds_read"].startswith("zero")
+    assert safety_facts(0, zero)["safe"]
+    raw = safety_facts(OOB_BASE + OOB_INDEX, zero)
+    assert raw["out_of_bounds_read"].startswith("unchecked") and not raw["safe"]
+    assert safety_facts(OOB_BASE + 1, zero)["out_of_bounds_read"] == f"another value in the buffer ({OOB_BASE + 1})"
+    assert safety_facts(7, zero)["out_of_bounds_read"] == "unexpected value 7"
+    dirty = safety_facts(OOB_BASE + 3, [0] * 120 + [0xa5a50001] * 8)
+    assert dirty["workgroup_memory_before_write"] == "not zeroed (8 of 128 words held data)" and not dirty["safe"]
+
+
+def test_env_lines_show_the_probe_and_the_launch():
+    env = {"adapter": {"vendor": "v"}, "safety": {"status": "measured", **safety_facts(OOB_BASE + 3, [0])},
+           "launch": {"via": "direct launch", "browser": "/b/chromium",
+                      "flags": ["--headless", "--enable-dawn-features=disable_robustness"]}}
+    text = format_env(env)
+    assert "out-of-bounds read clamped to the binding" in text and "before a write all zero" in text
+    assert "launched by bench (direct launch): /b/chromium, --enable-dawn-features=disable_robustness" in text
+    failed = format_env({"safety": {"status": "the probe failed: boom"}})
+    assert "safety checks (probed): the probe failed: boom" in failed
