@@ -175,10 +175,12 @@ def set_tuning(params: dict) -> None:
     """fused_tuning={"wg": 16, ...} and resident_tuning={"wg": 512, ...} (JSON) override the fused and
     resident kernels' shapes, for tuning runs; copy_apart=1 gives the block loops' readback copies a submit of
     their own (app.llm.gpu_loop.parse_copy_apart), for A/B runs; poke=N sends empty submits every N µs while
-    the last readback is awaited (app.llm.gpu_loop.parse_poke)."""
+    the last readback is awaited (app.llm.gpu_loop.parse_poke); gpu_timing=0 writes no timestamps in the block
+    loops (app.llm.gpu_loop.parse_gpu_timing), to see what timing costs."""
     from app.llm import fused, gpu_loop, resident
     gpu_loop.OPTIONS["copy_apart"] = gpu_loop.parse_copy_apart(params.get("copy_apart"))
     gpu_loop.OPTIONS["poke_us"] = gpu_loop.parse_poke(params.get("poke"))
+    gpu_loop.OPTIONS["gpu_timing"] = gpu_loop.parse_gpu_timing(params.get("gpu_timing"))
     _overrides(params.get("fused_tuning"), "fused_tuning", fused.FusedTuning, fused.OVERRIDES)
     _overrides(params.get("resident_tuning"), "resident_tuning", resident.ResidentTuning, resident.OVERRIDES)
 

@@ -84,7 +84,9 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
            "decode_after_first_tok_per_s": stats.median(after) if after else None,
            "decode_after_first_ci95": list(stats.bootstrap_ci(after)) if after else None,
            "decode_after_first_runs": after,
-           "gpu_ms_per_token": gpu if gpu is not None else "unsupported",
+           "gpu_ms_per_token": gpu if gpu is not None else (first.get("gpu_ms_per_token")
+                                                            if isinstance(first.get("gpu_ms_per_token"), str)
+                                                            else "unsupported"),
            "declared_dispatches_per_token": first.get("expected_dispatches_per_token"),
            "dispatch_count_ok": all(r["dispatches_per_token"] == r.get("expected_dispatches_per_token") for r in runs),
            "per_dispatch_us": unit,
@@ -99,6 +101,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
         row["depth"] = first.get("depth")
         row["copy_apart"] = first.get("copy_apart")
         row["poke_us"] = first.get("poke_us")
+        row["gpu_timing"] = first.get("gpu_timing")
         row["tuning"] = first.get("tuning")
         row["pokes_runs"] = [r.get("pokes") for r in runs]
         row["block_timing_runs"] = block_timing(runs)

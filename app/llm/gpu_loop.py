@@ -103,8 +103,16 @@ def parse_ramp(value) -> bool:
     return _flag(value, RAMP, "ramp")
 
 
-OPTIONS = {"copy_apart": False,      # set by app.bench.amortize.set_tuning from the URL parameters copy_apart
-           "poke_us": 0}             # and poke
+OPTIONS = {"copy_apart": False,      # set by app.bench.amortize.set_tuning from the URL parameters copy_apart,
+           "poke_us": 0,             # poke
+           "gpu_timing": True}       # and gpu_timing
+UNTIMED = "not measured (gpu_timing=0)"
+
+
+def parse_gpu_timing(value) -> bool:
+    """gpu_timing from a URL/form value (None or "" → on): 0 writes no timestamps around the blocks' passes, so
+    that an A/B run shows what the timing itself costs the decode rate (GPU times then read UNTIMED)."""
+    return _flag(value, True, "gpu_timing")
 
 
 def parse_copy_apart(value) -> bool:
@@ -175,7 +183,8 @@ class Loop:
         self.staging = [self.dev.create_buffer(4 * k, MAP_READ | COPY_DST, f"gpu_loop readback {i}")
                         for i in range(depth)]
         self.carry = self.dev.create_buffer(16, COPY_SRC | COPY_DST, "gpu_loop carry")
-        self.timed = "timestamp-query" in self.dev.features
+        self.timed = OPTIONS["gpu_timing"] and "timestamp-query" in self.dev.features
+        self.untimed = "unsupported" if "timestamp-query" not in self.dev.features else UNTIMED
         if self.timed:
             self.qs = self.dev.create_query_set(2 * n_blocks)
             self.ts = self.dev.create_buffer(16 * n_blocks, QUERY_RESOLVE | COPY_SRC, "gpu_loop timestamps")
@@ -359,15 +368,16 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "expected_prefill_dispatches_per_token": how.expected_prefill(m),
         "submits_per_token": (loop.submits - pre_submits) / computed,
         "readbacks_per_token": loop.readbacks / computed,
-        "gpu_ms_per_token": round(sum(gpu_ms) / computed, 4) if gpu_ms else "unsupported",
-        "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens"
-                       if gpu_ms else "this adapter has no timestamp-query"),
+        "gpu_ms_per_token": round(sum(gpu_ms) / computed, 4) if gpu_ms else loop.untimed,
+        "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens" if gpu_ms else
+                       "this adapter has no timestamp-query" if loop.untimed == "unsupported" else
+                       "off (gpu_timing=0): no timestamps written"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
         "copy_apart": apart, "poke_us": loop.poke_us, "pokes": loop.pokes, "tuning": how.tuning(m),
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,
-        "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else "unsupported",
+        "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else loop.untimed,
         "block_sent_ms": sent_at,
-        "block_gpu_gap_ms": [round(g, 4) for g in loop.gpu_gaps] if gpu_ms else "unsupported",
+        "block_gpu_gap_ms": [round(g, 4) for g in loop.gpu_gaps] if gpu_ms else loop.untimed,
         "wall_s": round((_now() - t0) / 1000, 3),
     }

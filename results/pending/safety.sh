@@ -8,7 +8,9 @@
 # 2. Ablations on the defaults (tokens meaningless): skip 256 (no head), skip 192 (no layer work: the steps'
 #    dispatches only), skip 1 (no accumulator adds/reads); and the per-kind GPU profile (profile=1) with base flags
 #    and with both toggles.
-# 3. The issue-6 rates at K = 4 (the default) and K = 8: 128 tokens and the 30-token answer, both drivers,
+# 3. What our own GPU timing costs: 128 tokens at K = 4, JS, timestamps on (t1) and off (t0, gpu_timing=0),
+#    interleaved, 3 rounds.  The block records give ~24 µs of GPU time per block beyond its tokens.
+# 4. The issue-6 rates at K = 4 (the default) and K = 8: 128 tokens and the 30-token answer, both drivers,
 #    interleaved; then the compare suite with its defaults.
 source results/2026-12-05-nvidia-h200-dn/common.sh
 pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
@@ -32,6 +34,10 @@ gof skip192 base "${P[@]}" --param 'resident_tuning={"skip": 192}'
 gof skip1 base "${P[@]}" --param 'resident_tuning={"skip": 1}'
 gof prof_base base "${P[@]}" --param profile=1
 gof prof_both both "${P[@]}" --param profile=1
+for r in 1 2 3; do
+  gof t1_$r base "${P[@]}" --k 4
+  gof t0_$r base "${P[@]}" --k 4 --param gpu_timing=0
+done
 S=(--param plans=resident --param drivers=js,python --prompt "The capital of France is")
 L=(--param plans=resident --param drivers=js,python)
 gof s4_1 base "${S[@]}" --k 4

@@ -77,13 +77,23 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
 def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, driver):
     """The JS row submits each block's readback copy on its own (copy_apart=1, the old way, for A/B runs): 2
     submits a block instead of 1, the same tokens.  The Python row pokes (poke=50): its last readback is awaited
-    with at least one empty submit, which the submit count leaves out; the JS row sends none."""
+    with at least one empty submit, which the submit count leaves out; the JS row sends none.  The Python row also
+    writes no timestamps (gpu_timing=0): its GPU times say so instead of holding numbers; the JS row's are
+    measured (SwiftShader has timestamp-query)."""
     apart = driver == "js"
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": driver,
-                                    "k": 3, "copy_apart": "1" if apart else "", "poke": "" if apart else "50"})
+                                    "k": 3, "copy_apart": "1" if apart else "", "poke": "" if apart else "50",
+                                    "gpu_timing": "" if apart else "0"})
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
+    if apart:
+        assert r["gpu_ms_per_token"] > 0 and r["gpu_timing"].startswith("timestampWrites")
+        assert all(len(b["block_gpu_ms"]) == 3 for b in r["block_timing_runs"])
+    else:
+        assert r["gpu_ms_per_token"] == "not measured (gpu_timing=0)" and r["gpu_timing"].startswith("off")
+        assert all(b["block_gpu_ms"] == b["block_gpu_gap_ms"] == "not measured (gpu_timing=0)"
+                   for b in r["block_timing_runs"])
     # the defaults: blocks ramping up (1, 1, 2), 4 in flight
     assert r["blocks"] == 3 and r["ramp"] is True and r["depth"] == 4
     assert r["dispatches_per_token"] == (62 * 4 + 3) / 4      # 2·30 + FINAL + head per token, a tail per block

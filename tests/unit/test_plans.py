@@ -301,6 +301,10 @@ def test_decode_lengths_ramp_up_to_k():
                      ("100001", "must be between")):
         with pytest.raises(ValueError, match=rf"^poke \(µs between empty submits\) {msg}"):
             gpu_loop.parse_poke(bad)
+    assert gpu_loop.parse_gpu_timing(None) is gpu_loop.parse_gpu_timing("") is gpu_loop.OPTIONS["gpu_timing"] is True
+    assert not gpu_loop.parse_gpu_timing("0") and gpu_loop.parse_gpu_timing("on")
+    with pytest.raises(ValueError, match=r"^gpu_timing must be 1 or 0"):
+        gpu_loop.parse_gpu_timing("sometimes")
 
 
 def test_whole_number_messages():
