@@ -9,7 +9,8 @@
 #    dispatches only), skip 1 (no accumulator adds/reads); and the per-kind GPU profile (profile=1) with base flags
 #    and with both toggles.
 # 3. What our own GPU timing costs: 128 tokens at K = 4, JS, timestamps on (t1) and off (t0, gpu_timing=0),
-#    interleaved, 3 rounds.  The block records give ~24 µs of GPU time per block beyond its tokens.
+#    interleaved, 3 rounds.
+# The runs are ordered by how much they are wanted (see below), rounds spread through the call.  The block records give ~24 µs of GPU time per block beyond its tokens.
 # 4. The issue-6 rates at K = 4 (the default) and K = 8: 128 tokens and the 30-token answer, both drivers,
 #    interleaved; then the compare suite with its defaults.
 source results/2026-12-05-nvidia-h200-dn/common.sh
@@ -25,25 +26,27 @@ gof() {  # name flags-key args...
 }
 P=(--param plans=resident --param drivers=js)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
+# Most wanted first: each run is packed as it ends, so a call cut short still brings back what ran.
 gof w0 base "${P[@]}"
 for f in base rob wgi both; do gof ${f}_1 $f "${P[@]}"; done
+gof t1_1 base "${P[@]}" --k 4
+gof t0_1 base "${P[@]}" --k 4 --param gpu_timing=0
 for f in both wgi rob base; do gof ${f}_2 $f "${P[@]}"; done
-for f in base rob wgi both; do gof ${f}_3 $f "${P[@]}"; done
-gof skip256 base "${P[@]}" --param 'resident_tuning={"skip": 256}'
+gof t0_2 base "${P[@]}" --k 4 --param gpu_timing=0
+gof t1_2 base "${P[@]}" --k 4
 gof skip192 base "${P[@]}" --param 'resident_tuning={"skip": 192}'
-gof skip1 base "${P[@]}" --param 'resident_tuning={"skip": 1}'
-gof prof_base base "${P[@]}" --param profile=1
-gof prof_both both "${P[@]}" --param profile=1
-for r in 1 2 3; do
-  gof t1_$r base "${P[@]}" --k 4
-  gof t0_$r base "${P[@]}" --k 4 --param gpu_timing=0
-done
+gof skip256 base "${P[@]}" --param 'resident_tuning={"skip": 256}'
 S=(--param plans=resident --param drivers=js,python --prompt "The capital of France is")
 L=(--param plans=resident --param drivers=js,python)
 gof s4_1 base "${S[@]}" --k 4
 gof l4_1 base "${L[@]}" --k 4
 gof s8_1 base "${S[@]}" --k 8
 gof l8_1 base "${L[@]}" --k 8
+gof prof_base base "${P[@]}" --param profile=1
+for f in base rob wgi both; do gof ${f}_3 $f "${P[@]}"; done
+gof t1_3 base "${P[@]}" --k 4
+gof t0_3 base "${P[@]}" --k 4 --param gpu_timing=0
+gof skip1 base "${P[@]}" --param 'resident_tuning={"skip": 1}'
 gof s4_2 base "${S[@]}" --k 4
 gof l4_2 base "${L[@]}" --k 4
 gof s8_2 base "${S[@]}" --k 8
