@@ -17,12 +17,13 @@ def safety_facts(oob_value: int, before_write: list[int]) -> dict:
     the first is kept inside the binding and the second is zero; Chromium keeps both unless
     --enable-dawn-features=disable_robustness / disable_workgroup_init turns them off, and both cost GPU time in
     every dispatch, so results say which ran."""
+    v = int(oob_value)
+    inside = v == 0 or OOB_BASE <= v < OOB_BASE + 4             # what WebGPU allows: a word of the binding, or 0
     oob = {OOB_BASE + 3: "clamped to the binding", 0: "zero (checked by the driver or hardware)",
-           OOB_BASE + OOB_INDEX: "unchecked (read past the binding)"}.get(int(oob_value))
+           OOB_BASE + OOB_INDEX: "unchecked (read past the binding)"}.get(v)
     if oob is None:
-        oob = f"another value in the buffer ({int(oob_value)})" if OOB_BASE <= oob_value < OOB_BASE + 64 \
-            else f"unexpected value {int(oob_value)}"
-    nonzero = sum(1 for v in before_write if v)
+        oob = (f"kept inside the binding (word {v - OOB_BASE})" if inside else
+               f"another value in the buffer ({v})" if OOB_BASE <= v < OOB_BASE + 64 else f"unexpected value {v}")
+    nonzero = sum(1 for w in before_write if w)
     wg = "all zero" if not nonzero else f"not zeroed ({nonzero} of {len(before_write)} words held data)"
-    return {"out_of_bounds_read": oob, "workgroup_memory_before_write": wg,
-            "safe": oob_value in (OOB_BASE + 3, 0) and not nonzero}
+    return {"out_of_bounds_read": oob, "workgroup_memory_before_write": wg, "safe": inside and not nonzero}

@@ -184,7 +184,7 @@ class Loop:
                         for i in range(depth)]
         self.carry = self.dev.create_buffer(16, COPY_SRC | COPY_DST, "gpu_loop carry")
         self.timed = OPTIONS["gpu_timing"] and "timestamp-query" in self.dev.features
-        self.untimed = "unsupported" if "timestamp-query" not in self.dev.features else UNTIMED
+        self.untimed = UNTIMED if "timestamp-query" in self.dev.features and not self.timed else "unsupported"
         if self.timed:
             self.qs = self.dev.create_query_set(2 * n_blocks)
             self.ts = self.dev.create_buffer(16 * n_blocks, QUERY_RESOLVE | COPY_SRC, "gpu_loop timestamps")
@@ -370,8 +370,8 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         "readbacks_per_token": loop.readbacks / computed,
         "gpu_ms_per_token": round(sum(gpu_ms) / computed, 4) if gpu_ms else loop.untimed,
         "gpu_timing": ("timestampWrites around each block's single pass, divided by its tokens" if gpu_ms else
-                       "this adapter has no timestamp-query" if loop.untimed == "unsupported" else
-                       "off (gpu_timing=0): no timestamps written"),
+                       "off (gpu_timing=0): no timestamps written" if loop.untimed == UNTIMED else
+                       "this adapter has no timestamp-query"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
         "copy_apart": apart, "poke_us": loop.poke_us, "pokes": loop.pokes, "tuning": how.tuning(m),
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,

@@ -11,7 +11,10 @@ def test_safety_facts_names_each_outcome():
     assert safety_facts(0, zero)["safe"]
     raw = safety_facts(OOB_BASE + OOB_INDEX, zero)
     assert raw["out_of_bounds_read"].startswith("unchecked") and not raw["safe"]
-    assert safety_facts(OOB_BASE + 1, zero)["out_of_bounds_read"] == f"another value in the buffer ({OOB_BASE + 1})"
+    assert safety_facts(OOB_BASE + 1, zero) == {"out_of_bounds_read": "kept inside the binding (word 1)",
+                                                "workgroup_memory_before_write": "all zero", "safe": True}
+    assert safety_facts(OOB_BASE + 9, zero)["out_of_bounds_read"] == f"another value in the buffer ({OOB_BASE + 9})"
+    assert not safety_facts(OOB_BASE + 9, zero)["safe"]
     assert safety_facts(7, zero)["out_of_bounds_read"] == "unexpected value 7"
     dirty = safety_facts(OOB_BASE + 3, [0] * 120 + [0xa5a50001] * 8)
     assert dirty["workgroup_memory_before_write"] == "not zeroed (8 of 128 words held data)" and not dirty["safe"]
