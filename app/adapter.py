@@ -19,7 +19,7 @@ def safety_facts(oob_value: int, before_write: list[int]) -> dict:
     every dispatch, so results say which ran."""
     v = int(oob_value)
     inside = v == 0 or OOB_BASE <= v < OOB_BASE + 4             # what WebGPU allows: a word of the binding, or 0
-    oob = {OOB_BASE + 3: "clamped to the binding", 0: "zero (checked by the driver or hardware)",
+    oob = {OOB_BASE + 3: "clamped to the binding", 0: "zero (a bounds check, in the shader or the driver)",
            OOB_BASE + OOB_INDEX: "unchecked (read past the binding)"}.get(v)
     if oob is None:
         oob = (f"kept inside the binding (word {v - OOB_BASE})" if inside else
