@@ -24,6 +24,12 @@ def render(lab) -> None:
     extra = ""
     if a.get("isFallbackAdapter"):
         extra = message("info", "This is a fallback (software/CPU) adapter: per-dispatch costs here say little about a real GPU.")
+    sf = env.get("safety") or {}
+    if sf.get("status") == "measured" and not sf.get("safe"):
+        extra += message("info", "This browser runs WebGPU without one of its safety checks (see the probed rows "
+                                 "below), as with --enable-dawn-features=disable_robustness or disable_workgroup_init. "
+                                 "Those checks cost GPU time, so numbers from here are not comparable with a "
+                                 "browser's defaults.")
     if not env.get("cross_origin_isolated"):
         extra += message("info", "The page is not cross-origin isolated, so performance.now() is coarse; "
                                  "serve it with COOP/COEP (python build.py serve does).")

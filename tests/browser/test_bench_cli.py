@@ -36,6 +36,18 @@ def test_direct_launch_dispatch_quick(site, tmp_path):
     assert "[" in p.stdout and "%]" in p.stdout  # progress lines were shown
 
 
+def test_the_safety_probe_sees_robustness_turned_off(site, tmp_path):
+    """With Dawn's disable_robustness the probe's read past its 4-word binding returns the word itself (SwiftShader),
+    and the results say the run was not safe; the flags that did it are in env.launch."""
+    p, out = run_bench(site, tmp_path, "--suite", "dispatch", "--quick",
+                       "--browser-flags", "--enable-dawn-features=disable_robustness")
+    assert p.returncode == 0, p.stdout + p.stderr
+    env = json.loads(out.read_text())["env"]
+    assert "--enable-dawn-features=disable_robustness" in env["launch"]["flags"]
+    assert env["safety"]["out_of_bounds_read"] == "unchecked (read past the binding)" and not env["safety"]["safe"]
+    assert "launched by bench (direct launch)" in p.stdout and "disable_robustness" in p.stdout
+
+
 def test_timeout_reports_last_progress(site, tmp_path):
     p, out = run_bench(site, tmp_path, "--suite", "dispatch", "--timeout", "8", timeout=120)
     assert p.returncode == 2

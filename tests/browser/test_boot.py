@@ -31,6 +31,22 @@ def test_no_webgpu_gets_explanation(playwright_instance, server):
         b.close()
 
 
+def test_env_card_flags_a_browser_without_its_safety_checks(playwright_instance, server):
+    """Launched with Dawn's disable_robustness, the page's probe reads past its binding, and the environment card
+    says the numbers are not comparable with a browser's defaults."""
+    flags = [f for f in CHROMIUM_FLAGS if not f.startswith("--enable-dawn-features=")]
+    b = launch(playwright_instance, flags + ["--enable-dawn-features=disable_robustness"])
+    try:
+        p = b.new_page()
+        assert open_lab(p, server) == "ready"
+        card = p.inner_text("#env-card")
+        assert "Out-of-bounds storage read (probed)\nunchecked (read past the binding)" in card
+        assert "without one of its safety checks" in card and "not comparable" in card
+        assert page_text_has_no_traceback(p)
+    finally:
+        b.close()
+
+
 def test_isolated_without_server_headers(page, site):
     """A host that cannot set COOP/COEP (plain static server) still gets isolation via coi-serviceworker."""
     import functools
