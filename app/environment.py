@@ -45,14 +45,15 @@ async def probe_safety(dev) -> dict:
     from app.adapter import OOB_BASE, OOB_INDEX, safety_facts
     from app.gpu import COPY_DST, COPY_SRC, STORAGE
     from app.llm.kernels import load_kernel
-    groups = 64
+    groups = 64                                              # `peek` workgroups of 64 invocations
+    words = 3 + 64 * groups                                  # out: index, oob result, fill's word, peek's words
     bufs = []
     try:
         cache: dict = {}
         k = {e: await load_kernel(dev, "probe_safety.wgsl", e, None, f"safety probe {e}", cache)
              for e in ("oob", "fill", "peek")}
         src = dev.create_buffer(256, STORAGE | COPY_DST, "safety probe src")
-        out = dev.create_buffer(4 * (3 + 64 * groups), STORAGE | COPY_SRC | COPY_DST, "safety probe out")
+        out = dev.create_buffer(4 * words, STORAGE | COPY_SRC | COPY_DST, "safety probe out")
         bufs = [src, out]
         dev.write_buffer(src, 0, np.arange(OOB_BASE, OOB_BASE + 64, dtype=np.uint32))
         dev.write_buffer(out, 0, np.array([OOB_INDEX], np.uint32))
@@ -65,8 +66,8 @@ async def probe_safety(dev) -> dict:
             p.dispatchWorkgroups(n)
             p.end()
         dev.submit([enc.finish()])
-        words = np.frombuffer(await dev.read_buffer(out, 4 * (3 + 64 * groups)), np.uint32)
-        return {"status": "measured", **safety_facts(int(words[1]), [int(v) for v in words[3:]])}
+        got = np.frombuffer(await dev.read_buffer(out, 4 * words), np.uint32)
+        return {"status": "measured", **safety_facts(int(got[1]), [int(v) for v in got[3:]])}
     except Exception as e:  # noqa: BLE001  (a fingerprint item must not stop the page)
         return {"status": f"the probe failed: {e}"}
     finally:

@@ -2,8 +2,9 @@
 // app/adapter.py safety_facts).  They cost GPU time in every dispatch, and a browser flag
 // (--enable-dawn-features=disable_robustness,disable_workgroup_init) can turn them off, so results record which ran.
 //   entry `oob`:  out[1] = src[out[0]], where src is bound as its first 4 words (16 bytes) of a larger buffer whose
-//                 word i holds OOB_BASE + i, and the host puts 5 in out[0].  Clamped to the binding (Tint's
-//                 robustness): OOB_BASE + 3; a hardware bounds check: 0; no check: OOB_BASE + 5 (the word itself).
+//                 word i holds OOB_BASE + i, and the host puts 5 in out[0].  Clamped to the binding: OOB_BASE + 3;
+//                 zeroed by a bounds check (the shader's or the driver's, this cannot tell which): 0; no check:
+//                 OOB_BASE + 5 (the word itself).
 //   entry `fill`: every invocation of every workgroup writes a pattern into workgroup memory (kept live by out[2]).
 //   entry `peek`: reads that workgroup memory BEFORE writing it: out[3 + wg·64 + li].  Zero-initialized (WebGPU's
 //                 guarantee): all 0; without it, the leftovers of `fill` (or whatever was there) show.
