@@ -128,15 +128,23 @@ def replay_python(dev, plan: Plan, mode: str, timestamps=None, copies=None):
     awaitable.  timestamps=(querySet, begin, end) wraps the single pass of one_pass mode; copies, a list of
     copyBufferToBuffer argument tuples, are encoded after the pass(es) of one_encoder / one_pass mode, in the
     same command buffer (a block loop's readback)."""
-    _prepare_offsets(plan)
-    device, queue = dev.device, dev.queue
     if mode == "naive":
+        _prepare_offsets(plan)
         return _replay_naive(dev, plan)
     if mode == "sequential":
+        _prepare_offsets(plan)
         for s in plan.steps:
-            _submit_one(device, queue, s)
+            _submit_one(dev.device, dev.queue, s)
         return None
-    enc = device.createCommandEncoder()
+    dev.queue.submit(js.Array.of(encode_python(dev, plan, mode, timestamps, copies)))
+    return None
+
+
+def encode_python(dev, plan: Plan, mode: str, timestamps=None, copies=None):
+    """The command buffer of plan in one_encoder or one_pass mode (with timestamps and copies as in
+    replay_python), encoded call by call from Python and not submitted."""
+    _prepare_offsets(plan)
+    enc = dev.device.createCommandEncoder()
     if mode == "one_encoder":
         for s in plan.steps:
             p = enc.beginComputePass()
@@ -151,8 +159,7 @@ def replay_python(dev, plan: Plan, mode: str, timestamps=None, copies=None):
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
     for c in copies or ():
         enc.copyBufferToBuffer(*c)
-    queue.submit(js.Array.of(enc.finish()))
-    return None
+    return enc.finish()
 
 
 def _submit_one(device, queue, step):
@@ -175,6 +182,18 @@ def replay_js(dev, plan: Plan, mode: str, timestamps=None, copies=None):
     jc = js.Array.of(*[js.Array.of(*c) for c in copies]) if copies else None
     qs, begin, end = timestamps if timestamps is not None else (None, 0, 0)
     return js.dlReplay.replay(dev.device, plan.to_js(), mode, qs, begin, end, jc)
+
+
+def encode_js(dev, plan: Plan, mode: str, timestamps=None, copies=None):
+    """Same as encode_python, in one FFI call into static/replay.js."""
+    jc = js.Array.of(*[js.Array.of(*c) for c in copies]) if copies else None
+    qs, begin, end = timestamps if timestamps is not None else (None, 0, 0)
+    return js.dlReplay.encode(dev.device, plan.to_js(), mode, qs, begin, end, jc)
+
+
+def encode(dev, plan: Plan, mode: str, driver: str = "python", timestamps=None, copies=None):
+    """The plan's command buffer, encoded by driver and not submitted (one_encoder and one_pass modes)."""
+    return (encode_python if driver == "python" else encode_js)(dev, plan, mode, timestamps, copies)
 
 
 async def replay(dev, plan: Plan, mode: str, driver: str = "python", timestamps=None, copies=None):

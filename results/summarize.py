@@ -19,6 +19,12 @@ def gaps(p):
     return "gaps " + " ".join(out) if out else ""
 
 
+def first_sent(p):
+    """Per timed run: when the first decode block was submitted, ms after decode timing started ("sent0 …")."""
+    out = [f"{r['block_sent_ms'][0]:.2f}" for r in p.get("block_timing_runs") or [] if r.get("block_sent_ms")]
+    return "sent0 " + " ".join(out) if out else ""
+
+
 name = os.path.basename(sys.argv[1])
 try:
     d = json.load(open(sys.argv[1]))
@@ -30,7 +36,7 @@ for p in (d.get("amortize") or {}).get("plans", []):
     print(name, p.get("plan"), p.get("driver"), "tok/s", p.get("decode_tok_per_s"), p.get("decode_tok_per_s_ci95"),
           "gpu_ms", p.get("gpu_ms_per_token"), "ms", p.get("ms_per_token"), p.get("stopped"), len(t),
           hash(tuple(t)) % 100000, p.get("error") or p.get("unsupported") or "", gaps(p),
-          f"pokes {p['pokes_runs']}" if p.get("poke_us") else "",
+          f"pokes {p['pokes_runs']}" if p.get("poke_us") else "", first_sent(p),
           f"after1st {p['decode_after_first_tok_per_s']}" if p.get("decode_after_first_tok_per_s") else "")
 for e in (d.get("compare") or {}).get("engines", []):
     print(name, e.get("engine"), e.get("mode"), e.get("threads"), "tok/s", e.get("decode_tok_per_s"), e.get("decode_ci"),

@@ -33,12 +33,8 @@ async function naive(device, steps) {
 }
 
 // copies: [[src, srcOffset, dst, dstOffset, size], ...] encoded after the pass(es), in the same command buffer.
-function replay(device, steps, mode, querySet, begin, end, copies) {
-  if (mode === "naive") return naive(device, steps);
-  if (mode === "sequential") {
-    for (const s of steps) submitOne(device, s);
-    return null;
-  }
+// encode (one_encoder and one_pass modes): the finished command buffer, not submitted.
+function encode(device, steps, mode, querySet, begin, end, copies) {
   const enc = device.createCommandEncoder();
   if (mode === "one_encoder") {
     for (const s of steps) {
@@ -55,7 +51,16 @@ function replay(device, steps, mode, querySet, begin, end, copies) {
     throw new Error("unknown replay mode " + mode);
   }
   if (copies) for (const c of copies) enc.copyBufferToBuffer(c[0], c[1], c[2], c[3], c[4]);
-  device.queue.submit([enc.finish()]);
+  return enc.finish();
+}
+
+function replay(device, steps, mode, querySet, begin, end, copies) {
+  if (mode === "naive") return naive(device, steps);
+  if (mode === "sequential") {
+    for (const s of steps) submitOne(device, s);
+    return null;
+  }
+  device.queue.submit([encode(device, steps, mode, querySet, begin, end, copies)]);
   return null;
 }
 
@@ -91,4 +96,4 @@ function pokeUntil(queue, promise, everyUs) {
   }));
 }
 
-window.dlReplay = {replay, pokeUntil};
+window.dlReplay = {replay, encode, pokeUntil};

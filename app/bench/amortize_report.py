@@ -100,6 +100,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
         row["ramp"] = first.get("ramp")
         row["depth"] = first.get("depth")
         row["copy_apart"] = first.get("copy_apart")
+        row["encode_ahead"] = first.get("encode_ahead")
         row["poke_us"] = first.get("poke_us")
         row["gpu_timing"] = first.get("gpu_timing")
         row["tuning"] = first.get("tuning")

@@ -105,7 +105,8 @@ def parse_ramp(value) -> bool:
 
 OPTIONS = {"copy_apart": False,      # set by app.bench.amortize.set_tuning from the URL parameters copy_apart,
            "poke_us": 0,             # poke
-           "gpu_timing": True}       # and gpu_timing
+           "gpu_timing": True,       # gpu_timing
+           "encode_ahead": True}     # and encode_ahead
 UNTIMED = "not measured (gpu_timing=0)"
 
 
@@ -113,6 +114,13 @@ def parse_gpu_timing(value) -> bool:
     """gpu_timing from a URL/form value (None or "" → on): 0 writes no timestamps around the blocks' passes, so
     that an A/B run shows what the timing itself costs the decode rate (GPU times then read UNTIMED)."""
     return _flag(value, True, "gpu_timing")
+
+
+def parse_encode_ahead(value) -> bool:
+    """encode_ahead from a URL/form value (None or "" → on): the first decode block is encoded while the GPU still
+    runs the prefill and submitted as soon as decode timing starts; 0 encodes it after that start, as before
+    2026-12-07, for A/B runs.  Neither changes what is computed: the block reads its token and position on the GPU."""
+    return _flag(value, True, "encode_ahead")
 
 
 def parse_copy_apart(value) -> bool:
@@ -188,7 +196,7 @@ class Loop:
         if self.timed:
             self.qs = self.dev.create_query_set(2 * n_blocks)
             self.ts = self.dev.create_buffer(16 * n_blocks, QUERY_RESOLVE | COPY_SRC, "gpu_loop timestamps")
-        self.dispatches = self.submits = self.readbacks = self.computed = self.blocks = 0
+        self.dispatches = self.submits = self.readbacks = self.computed = self.blocks = self._encoded = 0
         self.gpu_gaps: list[float] = []      # gpu_ms(): GPU ms from each block's pass end to the next one's start
 
     async def replay(self, plan, timestamps=None, copies=None) -> None:
@@ -199,21 +207,40 @@ class Loop:
         self.submits += c["submits"]
 
     async def decode_block(self, pos: int, length: int):
-        """Submit one block with its readback copy in the same command buffer (apart: in one of its own);
-        returns (staging buffer, its map promise)."""
-        import js  # type: ignore
-        from app.gpu import MAP_READ
-        b = self.blocks
+        """Encode and submit one block; returns (staging buffer, length, its map promise)."""
+        return self.submit_block(self.encode_block(pos, length))
+
+    def encode_block(self, pos: int, length: int) -> tuple:
+        """One block's command buffer with its readback copy (apart: the copy in a command buffer of its own),
+        not yet submitted.  Blocks must be submitted in the order they are encoded."""
+        from app.plan import encode
+        b = self.blocks + self._encoded
         st = self.staging[b % self.depth]
         copies = self.copy_out(pos, length, st)
         ts = (self.qs, 2 * b, 2 * b + 1) if self.timed else None
-        await self.replay(self.block(pos, length), ts, None if self.apart else copies)
+        plan = self.block(pos, length)
+        cmd = encode(self.dev, plan, "one_pass", self.driver, ts, None if self.apart else copies)
+        extra = None
         if self.apart:
             enc = self.dev.device.createCommandEncoder()
             for c in copies:
                 enc.copyBufferToBuffer(*c)
-            self.dev.queue.submit(js.Array.of(enc.finish()))
+            extra = enc.finish()
+        self._encoded += 1
+        return cmd, extra, plan.counts("one_pass")["dispatches"], st, length
+
+    def submit_block(self, encoded: tuple):
+        """Submit a block from encode_block; returns (staging buffer, length, its map promise)."""
+        import js  # type: ignore
+        from app.gpu import MAP_READ
+        cmd, extra, dispatches, st, length = encoded
+        self.dev.queue.submit(js.Array.of(cmd))
+        self.submits += 1
+        if extra is not None:
+            self.dev.queue.submit(js.Array.of(extra))
             self.submits += 1
+        self.dispatches += dispatches
+        self._encoded -= 1
         self.readbacks += 1
         self.computed += length
         self.blocks += 1
@@ -313,7 +340,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
     ramp = parse_ramp(lab.params.get("ramp") if ramp is None else ramp)
     lengths = decode_lengths(max_new, k, ramp)
     depth = parse_depth(lab.params.get("depth") if depth is None else depth)
-    apart = OPTIONS["copy_apart"]
+    apart, encode_ahead = OPTIONS["copy_apart"], OPTIONS["encode_ahead"]
     loop = how.loop(m, driver, k, len(lengths), depth, apart)
     decoder, pieces, out = m.tokenizer.stream_decoder(skip_special=True), [], []
     stopped, pending, t_first, n_first, read_at, sent_at = "max_new_tokens", [], None, 0, [], []
@@ -321,12 +348,17 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         t0 = _now()
         await how.prefill(m, loop, prompt_ids)
         pre_dispatches, pre_submits = loop.dispatches, loop.submits
+        pos, nxt = len(prompt_ids) - 1, 0
+        ahead = loop.encode_block(pos, lengths[0]) if encode_ahead and lengths else None   # while the GPU runs
         await m.dev.on_submitted_work_done()          # decode timing starts with the GPU idle
         t_dec = _now()
-        pos, nxt = len(prompt_ids) - 1, 0
         while pending or nxt < len(lengths):
             while nxt < len(lengths) and len(pending) < depth:
-                pending.append(await loop.decode_block(pos, lengths[nxt]))
+                if ahead is not None:
+                    pending.append(loop.submit_block(ahead))
+                    ahead = None
+                else:
+                    pending.append(await loop.decode_block(pos, lengths[nxt]))
                 sent_at.append(round(_now() - t_dec, 3))
                 pos, nxt = pos + lengths[nxt], nxt + 1
             block = pending.pop(0)
@@ -373,7 +405,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
                        "off (gpu_timing=0): no timestamps written" if loop.untimed == UNTIMED else
                        "this adapter has no timestamp-query"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
-        "copy_apart": apart, "poke_us": loop.poke_us, "pokes": loop.pokes, "tuning": how.tuning(m),
+        "copy_apart": apart, "encode_ahead": encode_ahead, "poke_us": loop.poke_us, "pokes": loop.pokes, "tuning": how.tuning(m),
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,
         "block_gpu_ms": [round(g, 4) for g in gpu_ms] if gpu_ms else loop.untimed,

@@ -62,6 +62,7 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
     # one submit a block: the readback copy rides in the block's command buffer
     assert by["gpu_loop"]["submits_per_token"] == pytest.approx(by["gpu_loop"]["blocks"] / 4)
     assert by["gpu_loop"]["copy_apart"] is False
+    assert by["gpu_loop"]["encode_ahead"] is True                # the default: the first block encoded during prefill
     (bt,) = by["gpu_loop"]["block_timing_runs"]                 # one run: each block's submit, readback, GPU time
     assert bt["block_lengths"] == ([1, 1, 2] if ramp == "1" else [3, 1])
     assert len(bt["block_read_ms"]) == len(bt["block_lengths"]) and bt["block_read_ms"] == sorted(bt["block_read_ms"])
@@ -79,11 +80,13 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     submits a block instead of 1, the same tokens.  The Python row pokes (poke=50): its last readback is awaited
     with at least one empty submit, which the submit count leaves out; the JS row sends none.  The Python row also
     writes no timestamps (gpu_timing=0): its GPU times say so instead of holding numbers; the JS row's are
-    measured (SwiftShader has timestamp-query)."""
+    measured (SwiftShader has timestamp-query).  The JS row encodes its first decode block during the prefill (the
+    default, here with its copy in a command buffer of its own); the Python row after decode timing starts
+    (encode_ahead=0)."""
     apart = driver == "js"
     out = check(lab_page, "plans", {"prompt": PROMPT, "max_new_tokens": 4, "plans": "resident", "drivers": driver,
                                     "k": 3, "copy_apart": "1" if apart else "", "poke": "" if apart else "50",
-                                    "gpu_timing": "" if apart else "0"})
+                                    "gpu_timing": "" if apart else "0", "encode_ahead": "" if apart else "0"})
     (r,) = out["plans"]
     assert "unsupported" not in r, r
     assert r["generated_token_ids"] == PROMPT_GREEDY
@@ -101,6 +104,7 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["readbacks_per_token"] == pytest.approx(3 / 4)
     assert r["copy_apart"] is apart and r["submits_per_token"] == pytest.approx((2 if apart else 1) * 3 / 4)
     assert r["poke_us"] == (0 if apart else 50)
+    assert r["encode_ahead"] is apart
     assert r["pokes_runs"] and all((p == 0) if apart else (p >= 1) for p in r["pokes_runs"]), r["pokes_runs"]
     # the rate after the first delivery: the 3 tokens of blocks 2 and 3 over the time from block 1's readback to
     # block 3's (block_read_ms is rounded to µs, the rate to 3 decimals: on a loaded machine SwiftShader's rate can

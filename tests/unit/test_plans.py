@@ -305,6 +305,11 @@ def test_decode_lengths_ramp_up_to_k():
     assert not gpu_loop.parse_gpu_timing("0") and gpu_loop.parse_gpu_timing("on")
     with pytest.raises(ValueError, match=r"^gpu_timing must be 1 or 0"):
         gpu_loop.parse_gpu_timing("sometimes")
+    assert gpu_loop.parse_encode_ahead(None) is gpu_loop.parse_encode_ahead("") is True   # default: during the prefill
+    assert gpu_loop.OPTIONS["encode_ahead"] is True
+    assert not gpu_loop.parse_encode_ahead("0") and gpu_loop.parse_encode_ahead("1")
+    with pytest.raises(ValueError, match=r"^encode_ahead must be 1 or 0"):
+        gpu_loop.parse_encode_ahead("early")
 
 
 def test_whole_number_messages():
