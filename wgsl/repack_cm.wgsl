@@ -10,6 +10,8 @@
 // start (the item counts must be multiples of 32; app/llm/resident.py checks).  Bit 8 (instead of 4): the same chunks
 // in 16-byte pieces for wgsl/resident.wgsl's load10_in: words 1–4 of the chunk's 32 items as 32 vec4s, then words 6–9
 // as 32 vec4s, then words 0 and 5 (the two blocks' scales) as 32 pairs, 320 words a chunk as before.
+// Bit 16: the column-major matrices (bits 1, 2) in chunks of 32 blocks in that order, 160 words each: the blocks'
+// quant words 1–4 as 32 vec4s, then their scale words (word 0) as 32 words.
 // Every other word is copied as it is.
 //
 // Bindings (group 0): 0 storage, read  src (the "layers" buffer, u32 words); 1 storage, read_write  dst (its copy).
@@ -74,6 +76,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let j = off - base;
-    let rc = j / 5u;                                         // the destination's block: column rc / D, row rc % D
-    dst[i] = src[i - j + ((rc % D) * cols + rc / D) * 5u + j % 5u];
+    var rc = j / 5u;                                         // the destination's block: column rc / D, row rc % D
+    var w = j % 5u;                                          // and its word
+    if ((CM & 16u) != 0u) {                                  // chunks of 32 blocks: 32 quant vec4s, then 32 scales
+        let r = j % 160u;
+        rc = (j / 160u) * 32u + select(r / 4u, r - 128u, r >= 128u);
+        w = select(1u + r % 4u, 0u, r >= 128u);
+    }
+    dst[i] = src[i - j + ((rc % D) * cols + rc / D) * 5u + w];
 }

@@ -78,7 +78,8 @@
 // CM (ResidentTuning.cm), a bitmask: binding 1 is the plan's copy of the layer matrices (wgsl/repack_cm.wgsl) with
 //   every layer's down (1) and output (2) projection column-major, and those slices load through short_addr;
 //   4: q|k|v and gate|up word-interleaved in 32-item chunks, loaded through load10_in; 8 (instead of 4): the same
-//   chunks as two planes of quant vec4s and one of scale pairs, three 16-byte loads an item (load10_in).
+//   chunks as two planes of quant vec4s and one of scale pairs, three 16-byte loads an item (load10_in); 16: the
+//   column-major slices (bits 1, 2) in chunks of 32 blocks, a plane of quant vec4s and one of scales (load_short).
 // HQ = 1 (ResidentTuning.hq): binding 3 is the plan's copy of the embedding (wgsl/repack_head.wgsl): each head item
 //   (row, pair of blocks) 16 words of unshifted quants and 2 f32 scales, word-interleaved in chunks of 32 items,
 //   so that the head's loads are whole lines; the same values and the same sums.
@@ -136,7 +137,8 @@ override ACCW: u32 = 1u;                                     // words of accw: 2
 override DN: u32 = 0u;
 override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major,
                                                              // 4: q|k|v and gate|up word-interleaved (load10_in),
-                                                             // 8: the same chunks in 16-byte pieces (load10_in)
+                                                             // 8: the same chunks in 16-byte pieces (load10_in),
+                                                             // 16: the column-major slices so (load_short)
 override HQ: u32 = 0u;                                       // 1: E is the plan's copy, 18 words per item interleaved (e_word)
 override PERSIST: u32 = 0u;                                  // 1: entry `persist`, a whole token per dispatch (gsync)
 override SPIN: u32 = 2097152u;                               // PERSIST: polls of the grid barrier before it gives up
@@ -435,6 +437,22 @@ fn short_addr(it: u32, mat: u32, rw: u32, b0: u32, nb: u32, cmr: u32) -> u32 {
     return mat + ((b0 + it % nb) * D + cmr + it / nb) * 5u;
 }
 
+// The short item's 5 words (load5 at short_addr), or with CM bit 16 where a column-major slice keeps its blocks in
+// 16-byte pieces: block g = (b0 + it % nb) · D + cmr + it / nb of the matrix, in its chunk of 32 blocks at word
+// c = mat + (g / 32) · 160 (mat a multiple of 4 words): quant words 1–4 vec4 c / 4 + g % 32, scale word 0 word
+// (g % 32) % 4 of vec4 c / 4 + 32 + (g % 32) / 4.  Two 16-byte loads an item instead of five 4-byte ones.
+fn load_short(it: u32, mat: u32, rw: u32, b0: u32, nb: u32, cmr: u32) -> array<u32, 5> {
+    if ((CM & 16u) != 0u && cmr != ROW_MAJOR) {
+        let g = (b0 + it % nb) * D + cmr + it / nb;
+        let c4 = mat / 4u + (g / 32u) * 40u;
+        let j = g % 32u;
+        let q = W[c4 + j];
+        let sc4 = W[c4 + 32u + j / 4u];
+        return array<u32, 5>(sc4[j % 4u], q.x, q.y, q.z, q.w);
+    }
+    return load5(short_addr(it, mat, rw, b0, nb, cmr));
+}
+
 // The 10 words of the long-matvec item whose words start at `a` in the GGUF's order, in the matrix (q|k|v or
 // gate|up) that starts at word `mat`: there (load10), or with CM bit 4 where the word-interleaved copy holds them,
 // word j of item g = (a − mat) / 10 at mat + (g / 32) · 320 + j · 32 + g % 32, so that 32 neighbouring items'
@@ -476,7 +494,7 @@ fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: arra
     if (li + WG < n) { prod[li + WG] = q41_item(pre1, (li + WG) % nb, j0); }
     if (npre > 2u && li + 2u * WG < n) { prod[li + 2u * WG] = q41_item(pre2, (li + 2u * WG) % nb, j0); }
     for (var it = li + npre * WG; it < n; it += WG) {
-        prod[it] = q41_item(load5(short_addr(it, mat, rw, b0, nb, cmr)), it % nb, j0);
+        prod[it] = q41_item(load_short(it, mat, rw, b0, nb, cmr), it % nb, j0);
     }
 }
 
@@ -1133,7 +1151,7 @@ fn attn_load(l: u32, w: u32, li: u32) -> array<u32, 15> {
     let om = select(l * L_STRIDE + OFF_O + or0 * orw, l * L_STRIDE + OFF_O, o_cm);
     var r: array<u32, 15>;
     for (var j = 0u; j < 3u; j++) {
-        let a = load5(short_addr(min(li + j * WG, n_o - 1u), om, orw, h * ob, ob, ocr));
+        let a = load_short(min(li + j * WG, n_o - 1u), om, orw, h * ob, ob, ocr);
         for (var k = 0u; k < 5u; k++) { r[5u * j + k] = a[k]; }
     }
     return r;
@@ -1154,7 +1172,7 @@ fn ffn_load(l: u32, f: u32, li: u32) -> array<u32, 30> {
         for (var k = 0u; k < 10u; k++) { r[10u * j + k] = g[k]; }
     }
     for (var j = 0u; j < 2u; j++) {
-        let d = load5(short_addr(min(li + j * WG, n_d - 1u), lw + OFF_DOWN, drw, f * FB / 32u, db, dcr));
+        let d = load_short(min(li + j * WG, n_d - 1u), lw + OFF_DOWN, drw, f * FB / 32u, db, dcr);
         for (var k = 0u; k < 5u; k++) { r[20u + 5u * j + k] = d[k]; }
     }
     return r;
