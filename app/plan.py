@@ -155,6 +155,8 @@ def encode_python(dev, plan: Plan, mode: str, timestamps=None, copies=None):
         p = enc.beginComputePass(desc) if desc is not None else enc.beginComputePass()
         _encode_steps(p, plan.steps)
         p.end()
+    elif mode in MODES:
+        raise ValueError(f"mode {mode!r} submits as it encodes; only one_encoder and one_pass encode ahead")
     else:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
     for c in copies or ():

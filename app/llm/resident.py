@@ -404,7 +404,7 @@ async def prepare(m) -> None:
             raise ValueError("resident: wv=1 needs every layer matrix on an even word (8-byte loads)")
         if t.cm & 8 and any(consts[k] % 4 for k in ("L_STRIDE", "OFF_GATE")):
             raise ValueError("resident: cm bit 8 needs q|k|v and gate|up on a multiple of 4 words (16-byte loads)")
-        if t.cm & 16 and any(consts[k] % 4 for k in ("L_STRIDE", "OFF_O", "OFF_DOWN")):
+        if t.cm & 16 and (consts["L_STRIDE"] % 4 or t.cm & 2 and consts["OFF_O"] % 4 or t.cm & 1 and consts["OFF_DOWN"] % 4):
             raise ValueError("resident: cm bit 16 needs the output and down projections on a multiple of 4 words "
                              "(16-byte loads)")
     except ValueError as e:
