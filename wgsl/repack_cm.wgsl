@@ -7,11 +7,7 @@
 // (block (r, c) at (c · D + r) · 5 words from the matrix's start), and a warp's loads cover a few whole lines.
 // Bit 4: q|k|v and gate|up (the long matvecs, whose items are a row's pairs of blocks, 10 words each, in row order)
 // word-interleaved in chunks of 32 items: word j of item g at (g / 32) · 320 + j · 32 + g % 32 from the matrix's
-// start (the item counts must be multiples of 32; app/llm/resident.py checks).  Bit 8 (instead of 4): the same chunks
-// in 16-byte pieces for wgsl/resident.wgsl's load10_in: words 1–4 of the chunk's 32 items as 32 vec4s, then words 6–9
-// as 32 vec4s, then words 0 and 5 (the two blocks' scales) as 32 pairs, 320 words a chunk as before.
-// Bit 16: the column-major matrices (bits 1, 2) in chunks of 32 blocks in that order, 160 words each: the blocks'
-// quant words 1–4 as 32 vec4s, then their scale words (word 0) as 32 words.
+// start (the item counts must be multiples of 32; app/llm/resident.py checks).
 // Every other word is copied as it is.
 //
 // Bindings (group 0): 0 storage, read  src (the "layers" buffer, u32 words); 1 storage, read_write  dst (its copy).
@@ -48,23 +44,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         base = OFF_DOWN;
         cols = FFN / 32u;
     }
-    var il = 0xffffffffu;                                    // bits 4, 8: the interleaved matrix's start, if any
-    let chunked = (CM & 12u) != 0u;
-    if (l < N_LAYERS && chunked && off < (HEADS + 2u * KV_HEADS) * HEAD_DIM * (D / 64u) * 10u) { il = 0u; }
-    if (l < N_LAYERS && chunked && off >= OFF_GATE && off < OFF_GATE + 2u * FFN * (D / 64u) * 10u) {
+    var il = 0xffffffffu;                                    // bit 4: the interleaved matrix's start, if any
+    if (l < N_LAYERS && (CM & 4u) != 0u && off < (HEADS + 2u * KV_HEADS) * HEAD_DIM * (D / 64u) * 10u) { il = 0u; }
+    if (l < N_LAYERS && (CM & 4u) != 0u && off >= OFF_GATE && off < OFF_GATE + 2u * FFN * (D / 64u) * 10u) {
         il = OFF_GATE;
-    }
-    if (il != 0xffffffffu && (CM & 8u) != 0u) {
-        let o = off - il;
-        let r = o % 320u;                                    // word within the chunk of 32 items
-        var item = (r % 128u) / 4u;                          // quant planes: vec4 (r / 128) of item (r % 128) / 4
-        var w = select(1u, 6u, r >= 128u) + r % 4u;
-        if (r >= 256u) {                                     // the scale plane: pairs (word 0, word 5)
-            item = (r - 256u) / 2u;
-            w = select(0u, 5u, (r % 2u) == 1u);
-        }
-        dst[i] = src[i - o + ((o / 320u) * 32u + item) * 10u + w];
-        return;
     }
     if (il != 0xffffffffu) {
         let o = off - il;
@@ -76,12 +59,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let j = off - base;
-    var rc = j / 5u;                                         // the destination's block: column rc / D, row rc % D
-    var w = j % 5u;                                          // and its word
-    if ((CM & 16u) != 0u) {                                  // chunks of 32 blocks: 32 quant vec4s, then 32 scales
-        let r = j % 160u;
-        rc = (j / 160u) * 32u + select(r / 4u, r - 128u, r >= 128u);
-        w = select(1u + r % 4u, 0u, r >= 128u);
-    }
-    dst[i] = src[i - j + ((rc % D) * cols + rc / D) * 5u + w];
+    let rc = j / 5u;                                         // the destination's block: column rc / D, row rc % D
+    dst[i] = src[i - j + ((rc % D) * cols + rc / D) * 5u + j % 5u];
 }

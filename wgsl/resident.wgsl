@@ -40,7 +40,7 @@
 // Bindings (group 0):
 //   0  storage, read_write  State             st      { ctr (atomic), prompt_len, ctx, pos, words[]: (ACC) the
 //                                                     accumulators (8·D), then tokens[ctx + 1] from tok0() }
-//   1  storage, read        array<vec4<u32>>  W       (words) every layer's Q4_1 matrices: layer l at l·L_STRIDE words,
+//   1  storage, read        array<vec2<u32>>  W       (words) every layer's Q4_1 matrices: layer l at l·L_STRIDE words,
 //                                                     q|k|v at 0, o at OFF_O, gate|up at OFF_GATE, down at OFF_DOWN
 //                                                     (CM: the plan's copy, o and/or down column-major)
 //   2  storage, read        array<vec4<f32>>  nw      norms: attn_norm(l) at l·N_STRIDE, ffn_norm(l) at
@@ -77,9 +77,7 @@
 //   else block_sums as before).  A different summation order for bs: rounding may differ.
 // CM (ResidentTuning.cm), a bitmask: binding 1 is the plan's copy of the layer matrices (wgsl/repack_cm.wgsl) with
 //   every layer's down (1) and output (2) projection column-major, and those slices load through short_addr;
-//   4: q|k|v and gate|up word-interleaved in 32-item chunks, loaded through load10_in; 8 (instead of 4): the same
-//   chunks as two planes of quant vec4s and one of scale pairs, three 16-byte loads an item (load10_in); 16: the
-//   column-major slices (bits 1, 2) in chunks of 32 blocks, a plane of quant vec4s and one of scales (load_short).
+//   4: q|k|v and gate|up word-interleaved in 32-item chunks, loaded through load10_in.
 // HQ = 1 (ResidentTuning.hq): binding 3 is the plan's copy of the embedding (wgsl/repack_head.wgsl): each head item
 //   (row, pair of blocks) 16 words of unshifted quants and 2 f32 scales, word-interleaved in chunks of 32 items,
 //   so that the head's loads are whole lines; the same values and the same sums.
@@ -136,15 +134,13 @@ override HPRE: u32 = 0u;                                     // 1: the head load
 override ACCW: u32 = 1u;                                     // words of accw: 2·D with RD, else 1
 override DN: u32 = 0u;
 override CM: u32 = 0u;                                       // bitmask: W's down (1) / output (2) projections column-major,
-                                                             // 4: q|k|v and gate|up word-interleaved (load10_in),
-                                                             // 8: the same chunks in 16-byte pieces (load10_in),
-                                                             // 16: the column-major slices so (load_short)
+                                                             // 4: q|k|v and gate|up word-interleaved (load10_in)
 override HQ: u32 = 0u;                                       // 1: E is the plan's copy, 18 words per item interleaved (e_word)
 override PERSIST: u32 = 0u;                                  // 1: entry `persist`, a whole token per dispatch (gsync)
 override SPIN: u32 = 2097152u;                               // PERSIST: polls of the grid barrier before it gives up
 
 @group(0) @binding(0) var<storage, read_write> st: State;
-@group(0) @binding(1) var<storage, read> W: array<vec4<u32>>;          // word i = W[i / 4][i % 4]
+@group(0) @binding(1) var<storage, read> W: array<vec2<u32>>;          // word i = W[i / 2][i % 2]
 @group(0) @binding(2) var<storage, read> nw: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> E: array<u32>;
 @group(0) @binding(4) var<storage, read> rope: array<vec2<f32>>;
@@ -387,20 +383,15 @@ fn long_dot(w: array<u32, 10>, it: u32) -> f32 {
          + q41_xs(w[5], vec4<u32>(w[6], w[7], w[8], w[9]), 2u * p + 1u);
 }
 
-// WV = 0: one u32 load per word; WV = 1: pairs of words (a pair's 10 words start on an even word: see
-// ResidentTuning.wv), half as many load instructions; since W is an array of vec4 (CM bit 8), each pair is half of
-// a 16-byte load (before, an 8-byte one).
-fn word(i: u32) -> u32 { return W[i / 4u][i % 4u]; }
-fn pair(p: u32) -> vec2<u32> {                                 // words 2p, 2p + 1
-    let v = W[p / 2u];
-    return select(v.xy, v.zw, (p & 1u) != 0u);
-}
+// WV = 0: one u32 load per word; WV = 1: 8-byte loads (a pair's 10 words start on an even word: see
+// ResidentTuning.wv), half as many load instructions.
+fn word(i: u32) -> u32 { return W[i / 2u][i % 2u]; }
 
 fn load10(base: u32) -> array<u32, 10> {
     var w: array<u32, 10>;
     if (WV != 0u) {
         for (var j = 0u; j < 5u; j++) {
-            let v = pair(base / 2u + j);
+            let v = W[base / 2u + j];
             w[2u * j] = v.x;
             w[2u * j + 1u] = v.y;
         }
@@ -414,7 +405,7 @@ fn load5(base: u32) -> array<u32, 5> {
     var w: array<u32, 5>;
     if (WV != 0u) {
         let b = base / 2u;
-        let a = array<vec2<u32>, 3>(pair(b), pair(b + 1u), pair(b + 2u));    // words 2b .. 2b + 5
+        let a = array<vec2<u32>, 3>(W[b], W[b + 1u], W[b + 2u]);    // words 2b .. 2b + 5
         let o = base % 2u;
         for (var j = 0u; j < 5u; j++) { w[j] = a[(o + j) / 2u][(o + j) % 2u]; }
     } else {
@@ -437,40 +428,11 @@ fn short_addr(it: u32, mat: u32, rw: u32, b0: u32, nb: u32, cmr: u32) -> u32 {
     return mat + ((b0 + it % nb) * D + cmr + it / nb) * 5u;
 }
 
-// The short item's 5 words (load5 at short_addr), or with CM bit 16 where a column-major slice keeps its blocks in
-// 16-byte pieces: block g = (b0 + it % nb) · D + cmr + it / nb of the matrix, in its chunk of 32 blocks at word
-// c = mat + (g / 32) · 160 (mat a multiple of 4 words): quant words 1–4 vec4 c / 4 + g % 32, scale word 0 word
-// (g % 32) % 4 of vec4 c / 4 + 32 + (g % 32) / 4.  Two 16-byte loads an item instead of five 4-byte ones.
-fn load_short(it: u32, mat: u32, rw: u32, b0: u32, nb: u32, cmr: u32) -> array<u32, 5> {
-    if ((CM & 16u) != 0u && cmr != ROW_MAJOR) {
-        let g = (b0 + it % nb) * D + cmr + it / nb;
-        let c4 = mat / 4u + (g / 32u) * 40u;
-        let j = g % 32u;
-        let q = W[c4 + j];
-        let sc4 = W[c4 + 32u + j / 4u];
-        return array<u32, 5>(sc4[j % 4u], q.x, q.y, q.z, q.w);
-    }
-    return load5(short_addr(it, mat, rw, b0, nb, cmr));
-}
-
 // The 10 words of the long-matvec item whose words start at `a` in the GGUF's order, in the matrix (q|k|v or
 // gate|up) that starts at word `mat`: there (load10), or with CM bit 4 where the word-interleaved copy holds them,
 // word j of item g = (a − mat) / 10 at mat + (g / 32) · 320 + j · 32 + g % 32, so that 32 neighbouring items'
-// j-th words are one 128-byte line.  With CM bit 8 instead, in 16-byte pieces: item g's chunk of 32 items starts
-// at word c = mat + (g / 32) · 320 (mat is a multiple of 4 words); its quant words 1–4 are vec4 c / 4 + g % 32,
-// 6–9 vec4 c / 4 + 32 + g % 32, and its scale words 0 and 5 half (g % 2) of vec4 c / 4 + 64 + (g % 32) / 2:
-// three 16-byte loads an item instead of ten 4-byte ones, and a warp's loads whole lines.
+// j-th words are one 128-byte line.
 fn load10_in(a: u32, mat: u32) -> array<u32, 10> {
-    if ((CM & 8u) != 0u) {
-        let g = (a - mat) / 10u;
-        let c4 = mat / 4u + (g / 32u) * 80u;
-        let j = g % 32u;
-        let q0 = W[c4 + j];
-        let q1 = W[c4 + 32u + j];
-        let s4 = W[c4 + 64u + j / 2u];
-        let s = select(s4.xy, s4.zw, (j & 1u) != 0u);
-        return array<u32, 10>(s.x, q0.x, q0.y, q0.z, q0.w, s.y, q1.x, q1.y, q1.z, q1.w);
-    }
     if ((CM & 4u) == 0u) { return load10(a); }
     let g = (a - mat) / 10u;
     let b = mat + (g / 32u) * 320u + g % 32u;
@@ -494,7 +456,7 @@ fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: arra
     if (li + WG < n) { prod[li + WG] = q41_item(pre1, (li + WG) % nb, j0); }
     if (npre > 2u && li + 2u * WG < n) { prod[li + 2u * WG] = q41_item(pre2, (li + 2u * WG) % nb, j0); }
     for (var it = li + npre * WG; it < n; it += WG) {
-        prod[it] = q41_item(load_short(it, mat, rw, b0, nb, cmr), it % nb, j0);
+        prod[it] = q41_item(load5(short_addr(it, mat, rw, b0, nb, cmr)), it % nb, j0);
     }
 }
 
@@ -1151,7 +1113,7 @@ fn attn_load(l: u32, w: u32, li: u32) -> array<u32, 15> {
     let om = select(l * L_STRIDE + OFF_O + or0 * orw, l * L_STRIDE + OFF_O, o_cm);
     var r: array<u32, 15>;
     for (var j = 0u; j < 3u; j++) {
-        let a = load_short(min(li + j * WG, n_o - 1u), om, orw, h * ob, ob, ocr);
+        let a = load5(short_addr(min(li + j * WG, n_o - 1u), om, orw, h * ob, ob, ocr));
         for (var k = 0u; k < 5u; k++) { r[5u * j + k] = a[k]; }
     }
     return r;
@@ -1172,7 +1134,7 @@ fn ffn_load(l: u32, f: u32, li: u32) -> array<u32, 30> {
         for (var k = 0u; k < 10u; k++) { r[10u * j + k] = g[k]; }
     }
     for (var j = 0u; j < 2u; j++) {
-        let d = load_short(min(li + j * WG, n_d - 1u), lw + OFF_DOWN, drw, f * FB / 32u, db, dcr);
+        let d = load5(short_addr(min(li + j * WG, n_d - 1u), lw + OFF_DOWN, drw, f * FB / 32u, db, dcr));
         for (var k = 0u; k < 5u; k++) { r[20u + 5u * j + k] = d[k]; }
     }
     return r;

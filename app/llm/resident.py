@@ -127,14 +127,11 @@ class ResidentTuning:
     reads the residual.  dn (bitmask, 0..3): 1 sums rmsnorm's Σ r² across subgroups after the matvec's barrier
     (the scale is applied after the dot products) instead of with two barriers of its own before the matvec, same
     bits; 2 computes the Q4_1 block sums by subgroup shuffles in the residual loop, without a pass and barrier
-    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..31; 1 on GPUs): the plan
+    of their own (where subgroups are ≥ 8 wide; the order of that sum changes).  cm (bitmask, 0..7; 1 on GPUs): the plan
     binds its own copy of the layer matrices with every layer's down (1) and output (2) projection column-major
     (wgsl/repack_cm.wgsl, made once in prepare; as much GPU memory again as the matrices), so that neighbouring
     invocations of those slices load neighbouring blocks instead of blocks a row apart; 4: in that copy q|k|v and
-    gate|up word-interleaved in chunks of 32 items, so that a warp's j-th words are one 128-byte line; 8 (instead of
-    4): the same chunks in 16-byte pieces (two planes of quant vec4s, one of scale pairs), so that an item is three
-    16-byte loads instead of ten 4-byte ones; 16 (with 1 and/or 2): the column-major matrices in chunks of 32 blocks,
-    a plane of quant vec4s and one of scales, two 16-byte loads a block instead of five 4-byte ones.  hq: 1 binds
+    gate|up word-interleaved in chunks of 32 items, so that a warp's j-th words are one 128-byte line.  hq: 1 binds
     the plan's copy of the tied embedding (wgsl/repack_head.wgsl, made once in prepare; 32 MB for SmolLM2), every
     head item's quants unshifted and its scales as f32, word-interleaved in chunks of 32 items, so that the head's
     loads are whole 128-byte lines instead of 17 words 68 bytes apart per invocation; same values, same sums.
@@ -250,12 +247,10 @@ class ResidentTuning:
                                               self.hq)) or \
                 self.acc not in (0, 1, 2) or \
                 not 0 <= self.kv_pre <= 8 or self.sgl < 0 or not 0 <= self.touch < 16 or not 0 <= self.dn < 4 or \
-                not 0 <= self.cm < 32 or self.cm & 12 == 12 or (self.cm & 16 and not self.cm & 3) or \
-                not 0 <= self.persist <= 3:
+                not 0 <= self.cm < 8 or not 0 <= self.persist <= 3:
             raise ValueError(f"resident: bad tuning {self} (fb ≥ 8, head_rows ≥ 1, skip < 1024, split, grid, "
                              "sga, wv, rd, fold, hpre and hq 0 or 1, acc 0..2, kv_pre 0..8, wo_parts ≥ 1, sgl ≥ 0, touch "
-                             "0..15, dn 0..3, cm 0..31 without both bits 4 and 8 and with bit 16 only beside 1 or 2, "
-                             "persist 0..3)")
+                             "0..15, dn 0..3, cm 0..7, persist 0..3)")
         if self.fold and (not self.acc or not self.grid or cfg.n_layers % 2):
             raise ValueError(f"resident: fold=1 needs acc and grid on and an even number of layers "
                              f"(acc={self.acc}, grid={self.grid}, {cfg.n_layers} layers)")
@@ -269,9 +264,9 @@ class ResidentTuning:
             raise ValueError(f"resident: sgl={lanes} must be a power of two ≤ head_dim / 4 = {qd} and ≤ the "
                              f"adapter's smallest subgroup ({sg_min}), with head_dim / 4 / sgl ≤ 8")
         pairs = cfg.d_model // 64
-        if self.cm & 12 and ((cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim * pairs % 32 or 2 * cfg.ffn * pairs % 32):
-            raise ValueError("resident: cm bits 4 and 8 lay q|k|v and gate|up out in chunks of 32 items (rows × "
-                             "d_model/64 pairs), and this model's counts are not multiples of 32")
+        if self.cm & 4 and ((cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim * pairs % 32 or 2 * cfg.ffn * pairs % 32):
+            raise ValueError("resident: cm bit 4 interleaves q|k|v and gate|up in chunks of 32 items (rows × d_model/64 "
+                             "pairs), and this model's counts are not multiples of 32")
         if cfg.n_heads * self.wo_parts > self.nwg(cfg) or not rows_for_every_part(cfg.d_model, self.wo_parts):
             raise ValueError(f"resident: wo_parts={self.wo_parts} needs {cfg.n_heads * self.wo_parts} workgroups "
                              f"(there are {self.nwg(cfg)}) and every part some of the {cfg.d_model} rows")
@@ -402,11 +397,6 @@ async def prepare(m) -> None:
         consts = layout_constants(m.refs, c)
         if t.wv and any(consts[k] % 2 for k in ("L_STRIDE", "OFF_O", "OFF_GATE", "OFF_DOWN")):
             raise ValueError("resident: wv=1 needs every layer matrix on an even word (8-byte loads)")
-        if t.cm & 8 and any(consts[k] % 4 for k in ("L_STRIDE", "OFF_GATE")):
-            raise ValueError("resident: cm bit 8 needs q|k|v and gate|up on a multiple of 4 words (16-byte loads)")
-        if t.cm & 16 and (consts["L_STRIDE"] % 4 or t.cm & 2 and consts["OFF_O"] % 4 or t.cm & 1 and consts["OFF_DOWN"] % 4):
-            raise ValueError("resident: cm bit 16 needs the output and down projections on a multiple of 4 words "
-                             "(16-byte loads)")
     except ValueError as e:
         raise GPUError(str(e)) from None
     if t.persist and barrier_count(c.n_layers, t.split, m.ctx, t.nwg(c)) >= 2 ** 31:

@@ -177,7 +177,6 @@ def test_resident_split_gives_reference_tokens_and_declared_dispatches(lab_page,
                                     '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3, "wv": 1,'
                                     ' "touch": 15, "rd": 1, "fold": 1, "hpre": 1, "dn": 3, "hq": 1}',
                                     '{"fb": 8, "acc": 1, "wv": 1}', '{"fb": 16, "cm": 7}',
-                                    '{"fb": 16, "acc": 1, "grid": 1, "split": 1, "cm": 27}', '{"fb": 16, "cm": 25}',
                                     '{"fb": 16, "acc": 2, "grid": 1, "split": 1, "sga": 1, "wo_parts": 3}',
                                     '{"wg": 128, "head_wg": 64, "acc": 2, "grid": 1, "rd": 1, "fold": 1, "hpre": 1,'
                                     ' "dn": 1}'])
@@ -194,8 +193,8 @@ def test_resident_acc_and_grid_give_reference_tokens(lab_page, tuning):
     dn's bit 2, block sums by shuffles, needs subgroups ≥ 8 wide, so here (SwiftShader's are 4) it falls back to
     the block_sums pass; it runs on GPUs, where every H200 run gave the same tokens as the other plans
     (results/2026-12-05-nvidia-h200-dn).  cm (the plan's own copy of the matrices: 1 and 2 the down and output
-    projections column-major, 4 q|k|v and gate|up word-interleaved, 8 the same chunks in 16-byte pieces, 16 the
-    column-major matrices in 16-byte pieces; cm 25 leaves the output projection row-major) gives the same tokens, with split (the Q|K|V step) and without (Q|K|V in the ATTN step): a wrong permutation would not.  hq (the plan's copy of
+    projections column-major, 4 q|k|v and gate|up word-interleaved) gives the same tokens, with split (the
+    Q|K|V step) and without (Q|K|V in the ATTN step): a wrong permutation would not.  hq (the plan's copy of
     the embedding, head items interleaved) gives the same tokens through the embedding reads and the head's dot
     products, hpre's first item included.  acc without grid or split is the fb 8 row, grid without acc the
     wo_parts 2 row, grid without split the wg 128 row."""

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# As it ran, from results/pending/, with the cm 8/16 code of commits e6e868c, 0b0cb59 and f47a4aa (since removed).
+# resident_before_cm8.wgsl was `git show 6f03a27:wgsl/resident.wgsl`, which is wgsl/resident.wgsl again.
 # Device-side command (sixteenth session): cm bit 8 (q|k|v and gate|up in 16-byte pieces, three 16-byte loads an
 # item instead of ten 4-byte ones; cm 9) and bits 8 and 16 (the column-major down projection too, two 16-byte loads a
 # block instead of five 4-byte ones; cm 25) against the defaults (cm 1), and the defaults against the kernel before this
