@@ -9,7 +9,7 @@
 # interleaved rounds with the recipe's flags; then cm 1, 9 and 25 with disable_robustness, two rounds (does the
 # layout's effect depend on the checks, as hq's does?).  Then, on an H200 only, h200.sh (the issue-6 rates, K = 4).
 source results/2026-12-05-nvidia-h200-dn/common.sh
-pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
+source results/2026-12-07-nvidia-h100-safety/flags.sh
 NEW=$(mktemp); cp wgsl/resident.wgsl "$NEW"
 old() { cp results/pending/resident_before_cm8.wgsl "$DIST/wgsl/resident.wgsl"; }
 new() { cp "$NEW" "$DIST/wgsl/resident.wgsl"; }
@@ -22,7 +22,7 @@ for r in 1 2 3; do
   go cm9_$r '{"cm": 9}' "${P[@]}"; pack
   go cm25_$r '{"cm": 25}' "${P[@]}"; pack
 done
-ROB=$(echo "$GPU_FLAGS" | sed "s/--enable-dawn-features=vulkan_enable_f16_on_nvidia/--enable-dawn-features=vulkan_enable_f16_on_nvidia,disable_robustness/")
+ROB=$(mk disable_robustness)
 B=(python3 build.py bench --browser "$CHROMIUM" --browser-flags "$ROB" --dist "$DIST")
 for r in 1 2; do
   go rcm1_$r "" "${P[@]}"; pack

@@ -14,16 +14,9 @@
 # 4. The issue-6 rates at K = 4 (the default) and K = 8: 128 tokens and the 30-token answer, both drivers,
 #    interleaved; then the compare suite with its defaults.
 source results/2026-12-05-nvidia-h200-dn/common.sh
-pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
-mk() { echo "$GPU_FLAGS" | sed "s/--enable-dawn-features=vulkan_enable_f16_on_nvidia/--enable-dawn-features=vulkan_enable_f16_on_nvidia,$1/"; }
+source results/2026-12-07-nvidia-h100-safety/flags.sh
 declare -A FL=([base]="$GPU_FLAGS" [rob]="$(mk disable_robustness)" [wgi]="$(mk disable_workgroup_init)"
                [both]="$(mk disable_robustness,disable_workgroup_init)")
-gof() {  # name flags-key args...
-  local n=$1 f=$2; shift 2
-  timeout 200 python3 build.py bench --browser "$CHROMIUM" --browser-flags "${FL[$f]}" --dist "$DIST" \
-    --json "$R/$n.json" "${LONG[@]}" "$@" > "$R/$n.txt" 2>&1
-  python3 results/summarize.py "$R/$n.json" >> "$R/summary.txt"; echo "$n $SECONDS s" >> "$R/times.txt"; pack
-}
 P=(--param plans=resident --param drivers=js)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
 # Most wanted first: each run is packed as it ends, so a call cut short still brings back what ran.

@@ -4,7 +4,7 @@
 # 128 tokens of "Once upon a time", K = 8, resident, both drivers, three interleaved rounds.  What to read: the
 # rate from the prefill's end, and block_sent_ms[0] in the JSON (when the first block went to the GPU).
 source results/2026-12-05-nvidia-h200-dn/common.sh
-pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
+source results/2026-12-07-nvidia-h100-safety/flags.sh
 P=(--param plans=resident --param drivers=js,python)
 for r in 1 2 3; do
   go ea1_$r "" "${P[@]}"; pack

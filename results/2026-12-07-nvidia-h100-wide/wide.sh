@@ -15,17 +15,10 @@
 # Then the ablations under base and rob: skip 1 (no accumulator atomics), skip 192 (no layer work), skip 256 (no
 # head); if the checks' 0.085 ms shrinks with one of them gone, that piece is where it is paid.
 source results/2026-12-05-nvidia-h200-dn/common.sh
-pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
-mk() { echo "$GPU_FLAGS" | sed "s/--enable-dawn-features=vulkan_enable_f16_on_nvidia/--enable-dawn-features=vulkan_enable_f16_on_nvidia,$1/"; }
+source results/2026-12-07-nvidia-h100-safety/flags.sh
 declare -A FL=([base]="$GPU_FLAGS" [rob]="$(mk disable_robustness)"
                [ra1]="$GPU_FLAGS --disable-dawn-features=vulkan_use_buffer_robust_access2"
                [nira]="$GPU_FLAGS --disable-dawn-features=enable_integer_range_analysis_in_robustness")
-gof() {  # name flags-key args...
-  local n=$1 f=$2; shift 2
-  timeout 200 python3 build.py bench --browser "$CHROMIUM" --browser-flags "${FL[$f]}" --dist "$DIST" \
-    --json "$R/$n.json" "${LONG[@]}" "$@" > "$R/$n.txt" 2>&1
-  python3 results/summarize.py "$R/$n.json" >> "$R/summary.txt"; echo "$n $SECONDS s" >> "$R/times.txt"; pack
-}
 P=(--param plans=resident --param drivers=js)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
 gof w0 base "${P[@]}"

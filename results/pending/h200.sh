@@ -7,7 +7,7 @@
 # packed as it ends, so that a call cut short by its time limit still brings them back.
 source results/2026-12-05-nvidia-h200-dn/common.sh
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "h200.sh: not an H200, nothing run"; exit 0; }
-pack() { tar -C "$OUT" -czf "$OUT/res.tgz" res; }
+source results/2026-12-07-nvidia-h100-safety/flags.sh
 S=(--param plans=resident --param drivers=js,python --prompt "The capital of France is")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
 go w0 "" --param plans=resident --param drivers=js; pack
