@@ -206,10 +206,6 @@ class Loop:
         self.dispatches += c["dispatches"]
         self.submits += c["submits"]
 
-    async def decode_block(self, pos: int, length: int):
-        """Encode and submit one block; returns (staging buffer, length, its map promise)."""
-        return self.submit_block(self.encode_block(pos, length))
-
     def encode_block(self, pos: int, length: int) -> tuple:
         """One block's command buffer with its readback copy (apart: the copy in a command buffer of its own),
         not yet submitted.  Blocks must be submitted in the order they are encoded."""
@@ -354,11 +350,8 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         t_dec = _now()
         while pending or nxt < len(lengths):
             while nxt < len(lengths) and len(pending) < depth:
-                if ahead is not None:
-                    pending.append(loop.submit_block(ahead))
-                    ahead = None
-                else:
-                    pending.append(await loop.decode_block(pos, lengths[nxt]))
+                pending.append(loop.submit_block(ahead or loop.encode_block(pos, lengths[nxt])))
+                ahead = None
                 sent_at.append(round(_now() - t_dec, 3))
                 pos, nxt = pos + lengths[nxt], nxt + 1
             block = pending.pop(0)
