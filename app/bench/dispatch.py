@@ -21,9 +21,10 @@ import numpy as np
 
 from app import plan as planlib
 from app.bench import dispatch_model as M
+from app.bench import readback as RB
 from app.bench import stats
 from app.gpu import COPY_DST, COPY_SRC, QUERY_RESOLVE, STORAGE, GPUError, WebGPUUnavailable
-from app.params import TRUE
+from app.params import FALSE, TRUE
 
 ELEMENTS = 256
 WG = 64
@@ -34,8 +35,9 @@ WGSL_DIR = Path(__file__).resolve().parents[2] / "wgsl"
 class Rig:
     """One dtype's kernel, counter buffer, bind group and prebuilt plans; counts what it dispatched."""
 
-    def __init__(self, dtype, pipeline, buf, plans):
-        self.dtype, self.pipeline, self.buf, self.plans = dtype, pipeline, buf, plans
+    def __init__(self, dtype, pipeline, buf, plans, bg=None):
+        self.dtype, self.pipeline, self.buf, self.plans, self.bg = dtype, pipeline, buf, plans, bg
+        self.groups = (ELEMENTS // WG, 1, 1)
         self.dispatched = 0
 
 
@@ -55,7 +57,7 @@ async def make_rig(dev, dtype: str, ns) -> Rig:
             p.add(pipeline, [bg], (ELEMENTS // WG, 1, 1), label=dtype)
         p.to_js()                     # the JS driver's array, built outside the timed region
         plans[n] = p
-    return Rig(dtype, pipeline, buf, plans)
+    return Rig(dtype, pipeline, buf, plans, bg)
 
 
 async def timed_rep(dev, rig: Rig, n: int, mode: str, driver: str) -> float:
@@ -125,6 +127,7 @@ async def run(lab, params: dict) -> dict:
     if dev is None:
         raise WebGPUUnavailable(lab.gpu_error or "no GPU device")
     cfg = M.settings(str(params.get("quick", "")).lower() in TRUE)
+    rb_reps = RB.parse_reps(params.get("readback_reps"), str(params.get("quick", "")).lower() in TRUE)
     dtypes, unsupported = _dtypes(dev)
     has_ts = "timestamp-query" in dev.features
     lab.progress("dispatch: compiling kernels and building plans", 0)
@@ -136,6 +139,7 @@ async def run(lab, params: dict) -> dict:
     t_start = js.performance.now()
     samples, partial = await measure(lab, dev, rigs, ts, series, cfg)
     elapsed = (js.performance.now() - t_start) / 1000.0
+    latency = await _readback(lab, dev, rigs["f32"], params, partial, rb_reps)
     checks = []
     if dev.lost_reason is None:
         try:
@@ -148,12 +152,29 @@ async def run(lab, params: dict) -> dict:
     sec["analysis_s"] = round((js.performance.now() - t_stats) / 1000.0, 2)
     sec["kernel"] = {"elements": ELEMENTS, "workgroup_size": WG, "files": [f"wgsl/dispatch_{d}.wgsl" for d in rigs]}
     sec["gpu_errors"] = list(dev.uncaptured[errors_before:])
+    sec["readback"] = latency
     if partial:
         sec["partial"], sec["partial_reason"] = True, partial
     _env_timestamps(lab, sec["gpu"])
     _report_problems(lab, sec)
     lab.progress("dispatch: " + ("partial results kept" if partial else "done"), 1)
     return sec
+
+
+async def _readback(lab, dev, rig: Rig, params: dict, partial, reps: int) -> dict:
+    """The readback-latency section (app.bench.readback), or why it did not run; a failure there keeps the ladder."""
+    from app.lab import Cancelled
+    if str(params.get("readback", "")).strip().lower() in FALSE:
+        return {"skipped": "readback=0"}
+    if partial or dev.lost_reason is not None:
+        return {"skipped": "the ladder stopped early"}
+    try:
+        return await RB.measure(lab, dev, rig, reps)
+    except Cancelled:
+        return {"skipped": "stopped by the user"}
+    except Exception as e:  # noqa: BLE001 - a GPU or JS error here must not cost the ladder already measured
+        lab.error("The readback-latency measurement failed", f"{e} (the ladder measured before it is kept)")
+        return {"skipped": f"failed: {e}"}
 
 
 async def naive_await_us(lab, dev, rig: Rig, reps: int = 12) -> float:

@@ -18,6 +18,10 @@ Fields (µs throughout; the first four keys are the stable schema, the rest are 
                 timestampWrites at the pass's beginning and end (driver "gpu")
   ladder[]      {step, us_per_dispatch, note}: naive, sequential, one_encoder, one_pass, GPU time (f32)
   checks[]      {dtype, dispatches, expected, got, ok}: counter buffers read back after the run
+  readback      (ms) how late the page learns that a pass of ~3 ms has finished (app/bench/readback.py):
+                {method, dispatches, expected_gpu_ms, reps, every_us, lead_ms, unsupported[], strategies[]:
+                {strategy, trials, wall_ms, gpu_ms, overhead_ms ({median, ci95, p90} or None without
+                timestamps), pokes, saves_ms}}, or {skipped: why}
   schedule, kernel, timing, elapsed_s, analysis_s, gpu_errors, partial/partial_reason (a stopped run)
 """
 from __future__ import annotations
@@ -98,6 +102,16 @@ def validate(sec, where: str) -> None:
             validate_row(row, f"{where}.gpu.rows[{i}]")
         for i, fit in enumerate(gpu.get("fits") or []):
             validate_fit(fit, f"{where}.gpu.fits[{i}]")
+    rb = sec.get("readback")
+    if rb is not None:
+        need(isinstance(rb, dict), f"{where}.readback", "expected an object")
+        if "skipped" not in rb:
+            for i, r in enumerate(_need_list(rb, "strategies", f"{where}.readback")):
+                at = f"{where}.readback.strategies[{i}]"
+                _need_str(r, "strategy", at)
+                need_keys(r, ("wall_ms", "overhead_ms"), at)
+                need(isinstance(r["wall_ms"], dict) and is_num(r["wall_ms"].get("median")), f"{at}.wall_ms",
+                     "expected {median, ci95, p90}")
 
 
 # ------------------------------------------------------------------------------------------ derived views
@@ -140,6 +154,29 @@ def series_summary(sec: dict) -> list[list]:
     return out
 
 
+def readback_rows(sec: dict) -> list[list]:
+    """One line per readback strategy: overhead ms median [95% CI] and p90, saving against none, wall, pokes."""
+    rb = sec.get("readback") or {}
+    out = []
+    for r in rb.get("strategies") or []:
+        o = r.get("overhead_ms")
+        out.append([r["strategy"], with_ci(o["median"], o["ci95"]) if o else "unsupported here",
+                    fmt(o["p90"]) if o else "—", fmt(r.get("saves_ms")), fmt(r["wall_ms"]["median"]),
+                    fmt(r["pokes"]), r["trials"]])
+    return out
+
+
+READBACK_HEAD = ["strategy", "overhead ms [95% CI]", "p90 ms", "saves ms", "wall ms", "pokes", "trials"]
+
+
+def readback_caption(sec: dict) -> str:
+    rb = sec.get("readback") or {}
+    if "skipped" in rb:
+        return f"Readback latency: not measured ({rb['skipped']})"
+    return (f"Readback latency (ms after a pass of {rb.get('dispatches')} dispatches, ~{fmt(rb.get('expected_gpu_ms'))}"
+            f" ms of GPU time, ends until mapAsync resolves; overhead = wall − GPU time)")
+
+
 def with_ci(value, ci) -> str:
     return fmt(value) + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
 
@@ -161,6 +198,10 @@ def format_section(sec: dict) -> str:
                   table(["mode", "dtype", "python µs", "js µs", "ffi µs/dispatch [95% CI]"],
                         [[d["mode"], d["dtype"], fmt(d["python_slope_us"]), fmt(d["js_slope_us"]),
                           with_ci(d["ffi_us_per_dispatch"], d.get("ffi_ci95"))] for d in split])]
+    if sec.get("readback"):
+        parts += ["", readback_caption(sec)]
+        if readback_rows(sec):
+            parts.append(table(READBACK_HEAD, readback_rows(sec)))
     r = sec.get("naive_over_sequential")
     parts += ["", f"naive_over_sequential (f32, Python driver: naive slope / sequential slope): "
                   f"{fmt(r) + '×' if r is not None else 'not measured'}"]
@@ -177,7 +218,8 @@ def format_section(sec: dict) -> str:
 
 CSV_HEADER = ["kind", "mode", "dtype", "driver", "n", "median_us", "ci95_lo_us", "ci95_hi_us", "reps",
               "slope_us", "intercept_us", "r2", "value", "reason"]
-# fit rows put the slope's CI in ci95_lo_us/ci95_hi_us; ffi rows put the FFI cost's CI there
+# fit rows put the slope's CI in ci95_lo_us/ci95_hi_us; ffi rows put the FFI cost's CI there; readback_overhead
+# rows: mode = the strategy, median/CI = the readback overhead, value = the median wall time (µs)
 
 
 def csv_rows(sec: dict) -> list[list]:
@@ -199,6 +241,11 @@ def csv_rows(sec: dict) -> list[list]:
                     d["ffi_us_per_dispatch"], ""])
     out.append(["naive_over_sequential", "", "f32", "python", "", "", "", "", "", "", "", "",
                 sec.get("naive_over_sequential"), ""])
+    for r in (sec.get("readback") or {}).get("strategies") or []:
+        o = r.get("overhead_ms")
+        us = [round(1000 * v, 1) for v in (o["median"], *o["ci95"])] if o else ["", "", ""]
+        out.append(["readback_overhead", r["strategy"], "f32", "js", "", *us, r["trials"], "", "", "",
+                    round(1000 * r["wall_ms"]["median"], 1), "" if o else "unsupported here"])
     for u in sec.get("unsupported", []):
         out.append(["unsupported", "", u["dtype"], "", "", "", "", "", "", "", "", "", "", u["reason"]])
     return out

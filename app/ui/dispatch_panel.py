@@ -136,6 +136,10 @@ def render(lab, sec: dict) -> None:
                                     report.fmt(d["js_slope_us"]),
                                     DR.with_ci(d["ffi_us_per_dispatch"], d.get("ffi_ci95"))]
                                    for d in split], {2, 3, 4}))
+    if sec.get("readback"):
+        summary.append(f"<h3>{esc(DR.readback_caption(sec))}</h3>")
+        if DR.readback_rows(sec):
+            summary.append(html_table(DR.READBACK_HEAD, DR.readback_rows(sec), {1, 2, 3, 4, 5, 6}))
     note = (sec.get("schedule") or {}).get("naive_note")
     if note:
         summary.append(f"<p class='muted'>Note: {esc(note)}.</p>")
