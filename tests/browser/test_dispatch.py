@@ -4,6 +4,7 @@ import json
 import time
 
 from app import report
+from app.bench import readback as RB
 from conftest import page_text_has_no_traceback, wait_state
 
 
@@ -47,7 +48,24 @@ def _check_section(doc):
         assert sec["gpu"]["status"] == "measured" and isinstance(tq["quantized"], bool)
     else:
         assert sec["gpu"]["status"] == "unsupported" and sec["gpu"]["reason"]
+    _check_readback(sec["readback"], tq["available"])
     return sec
+
+
+def _check_readback(rb, timestamps):
+    """The readback-latency trials ran (the counter check above covers their dispatches too): every strategy,
+    pokes only where the strategy sends them, and the wall time never shorter than the pass's GPU time (less
+    the 100 µs timestamp quantization)."""
+    rows = {r["strategy"]: r for r in rb["strategies"]}
+    assert set(rows) == (set(RB.STRATEGIES) if timestamps else set(RB.STRATEGIES) - set(RB.TIMED)), rows
+    assert rb["dispatches"] >= 16 and all(r["trials"] == rb["reps"] for r in rows.values())
+    assert rows["none"]["pokes"] == 0 and rows["submit"]["pokes"] >= 1 and rows["write"]["pokes"] >= 1
+    for r in rows.values():
+        assert r["wall_ms"]["median"] > 0
+        if timestamps:
+            assert r["overhead_ms"]["median"] > -0.1 and r["gpu_ms"]["median"] > 0, r
+        else:
+            assert r["overhead_ms"] is None
 
 
 def test_quick_run_export_import_reload_stop(page, server, tmp_path):
@@ -65,6 +83,7 @@ def test_quick_run_export_import_reload_stop(page, server, tmp_path):
         assert "unsupported here" in table
     assert page.evaluate("!!Chart.getChart('dispatch-chart-n') && !!Chart.getChart('dispatch-chart-bars')")
     assert "naive_over_sequential" in page.inner_text("#dispatch-summary")
+    assert "Readback latency" in page.inner_text("#dispatch-summary") and "at_end" in page.inner_text("#dispatch-summary")
 
     # export JSON and CSV
     with page.expect_download() as dl:
@@ -78,6 +97,7 @@ def test_quick_run_export_import_reload_stop(page, server, tmp_path):
     dl.value.save_as(csv_path)
     kinds = [line.split(",")[1] for line in csv_path.read_text().splitlines()]
     assert kinds.count("row") == len(sec["rows"]) and kinds.count("fit") == len(sec["fits"])
+    assert kinds.count("readback_overhead") == len(sec["readback"]["strategies"])
 
     # re-import: same rows, shown side by side
     second = tmp_path / "earlier.json"
@@ -119,5 +139,15 @@ def test_quick_run_export_import_reload_stop(page, server, tmp_path):
     saved = json.loads(page.evaluate("localStorage.getItem('dispatchlab.results.v1')"))
     report.validate(saved)
     assert saved["dispatch"]["partial"] is True and saved["dispatch"]["rows"]
+    assert saved["dispatch"]["readback"] == {"skipped": "the ladder stopped early"}
     assert page.external_requests == []
+    assert page_text_has_no_traceback(page)
+
+
+def test_bad_readback_reps_is_refused_before_anything_runs(page, server):
+    page.goto(server.url + "?suite=dispatch&autorun=1&quick=1&readback_reps=1")
+    assert _wait(page, ("done", "error"), 120) == "error"
+    text = page.inner_text("#error")
+    assert "readback_reps" in text and "2" in text, text
+    assert "round 1/" not in page.inner_text("#progress-text")
     assert page_text_has_no_traceback(page)
