@@ -10,11 +10,7 @@
 //   submit  an empty queue.submit every `everyUs` µs (the LLM loop's `poke`).
 //   write   a 4-byte queue.writeBuffer into a scratch buffer every `everyUs` µs.
 //   timed   ONE empty queue.submit `leadMs` before the pass is expected to end (`expectMs` after the submit).
-// Between checks the wait yields as a background-priority task (see replay.js idle()).
-function idleTask() {
-  if (globalThis.scheduler && scheduler.postTask) return new Promise((r) => scheduler.postTask(r, {priority: "background"}));
-  return new Promise((r) => setTimeout(r, 0));
-}
+// Between checks the wait yields as a background-priority task (replay.js idle()).
 
 async function trial(device, steps, querySet, slot, src, dst, scratch, word, s) {
   const cmd = dlReplay.encode(device, steps, "one_pass", querySet, 2 * slot, 2 * slot + 1, [[src, 0, dst, 0, 4]]);
@@ -36,7 +32,7 @@ async function trial(device, steps, querySet, slot, src, dst, scratch, word, s) 
         pokes++;
         last = now;
       }
-      await idleTask();
+      await dlReplay.idle();
     }
   }
   await mapped;

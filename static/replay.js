@@ -96,4 +96,4 @@ function pokeUntil(queue, promise, everyUs) {
   }));
 }
 
-window.dlReplay = {replay, encode, pokeUntil};
+window.dlReplay = {replay, encode, pokeUntil, idle};
