@@ -21,7 +21,8 @@ Fields (µs throughout; the first four keys are the stable schema, the rest are 
   readback      (ms) how late the page learns that a pass of ~3 ms has finished (app/bench/readback.py):
                 {method, dispatches, expected_gpu_ms, reps, every_us, lead_ms, unsupported[], strategies[]:
                 {strategy, trials, wall_ms, gpu_ms, overhead_ms ({median, ci95, p90} or None without
-                timestamps), pokes, saves_ms}}, or {skipped: why}
+                timestamps), pokes, saves_ms}, one_dispatch[]: the same rows for none, submit and write
+                with a pass of ONE dispatch}, or {skipped: why}
   schedule, kernel, timing, elapsed_s, analysis_s, gpu_errors, partial/partial_reason (a stopped run)
 """
 from __future__ import annotations
@@ -154,11 +155,12 @@ def series_summary(sec: dict) -> list[list]:
     return out
 
 
-def readback_rows(sec: dict) -> list[list]:
-    """One line per readback strategy: overhead ms median [95% CI] and p90, saving against none, wall, pokes."""
+def readback_rows(sec: dict, key: str = "strategies") -> list[list]:
+    """One line per readback strategy (key "one_dispatch": those of the one-dispatch pass): overhead ms median
+    [95% CI] and p90, saving against none, wall, pokes."""
     rb = sec.get("readback") or {}
     out = []
-    for r in rb.get("strategies") or []:
+    for r in rb.get(key) or []:
         o = r.get("overhead_ms")
         out.append([r["strategy"], with_ci(o["median"], o["ci95"]) if o else "unsupported here",
                     fmt(o["p90"]) if o else "—", fmt(r.get("saves_ms")), fmt(r["wall_ms"]["median"]),
@@ -202,6 +204,9 @@ def format_section(sec: dict) -> str:
         parts += ["", readback_caption(sec)]
         if readback_rows(sec):
             parts.append(table(READBACK_HEAD, readback_rows(sec)))
+        if readback_rows(sec, "one_dispatch"):
+            parts += ["The same wait for a pass of one dispatch (the naive round trip)",
+                      table(READBACK_HEAD, readback_rows(sec, "one_dispatch"))]
     r = sec.get("naive_over_sequential")
     parts += ["", f"naive_over_sequential (f32, Python driver: naive slope / sequential slope): "
                   f"{fmt(r) + '×' if r is not None else 'not measured'}"]

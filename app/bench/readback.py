@@ -12,7 +12,9 @@ while it waits; static/readback.js): none, submit (an empty submit every EVERY_U
 4-byte writeBuffer every EVERY_US), timed (ONE empty submit LEAD_MS before the pass's expected end), at_end (one
 empty submit at the expected end).  Chromium's GPU process looks for finished work after it handles a command
 flush and otherwise on a timer that each flush restarts (2 ms, then every 1 ms while work is pending), so these
-tell apart a flush that polls from a flush that only pushes the timer back.
+tell apart a flush that polls from a flush that only pushes the timer back.  `one_dispatch` repeats none, submit and
+write for a pass of ONE dispatch (the naive round trip): with pokes that answer at once, its overhead is the
+submit's and the answer's ways alone.
 
 Without timestamp-query the GPU time is unknown: wall is still reported, overhead and the timed strategies are
 "unsupported here".  Pure parts (CPython): order, size, summarize.
@@ -29,6 +31,7 @@ EVERY_US = 50               # submit / write: one poke per this many µs at most
 LEAD_MS = 1.9               # timed: how long before the expected end its one submit goes
 STRATEGIES = ("none", "submit", "write", "timed", "at_end")
 TIMED = ("timed", "at_end")  # need the expected GPU time, so timestamps
+SHORT = ("none", "submit", "write")   # the same wait for ONE dispatch: the submit's and the answer's ways alone
 REPS, QUICK_REPS = 16, 6
 SEED = 20261207
 
@@ -111,7 +114,7 @@ async def measure(lab, dev, rig, reps: int) -> dict:
 
     dst = dev.create_buffer(4, MAP_READ | COPY_DST, "readback target")
     scratch = dev.create_buffer(4, COPY_DST, "readback scratch")
-    n_trials = len(names) * reps + 3
+    n_trials = max(len(names), len(SHORT)) * reps + 3
     qs = dev.create_query_set(2 * n_trials) if has_ts else None
     resolve = dev.create_buffer(16 * n_trials, QUERY_RESOLVE | COPY_SRC, "readback timestamps") if has_ts else None
 
@@ -145,6 +148,12 @@ async def measure(lab, dev, rig, reps: int) -> dict:
         lab.progress(f"dispatch: readback latency ({len(plan)} trials of {n} dispatches)", 1)
         wall, pokes = await trials(steps, n, [strategy_spec(s, expect) for s in names], plan)
         gpu = await gpu_times(len(plan))
+        lab.progress(f"dispatch: readback latency (one dispatch, {len(SHORT) * reps} trials)", 1)
+        short_plan = order(len(SHORT), reps, SEED + 1)
+        one = workload(1)
+        await trials(one, 1, [strategy_spec("none", 0)], [[0, 0]])                             # warm
+        s_wall, s_pokes = await trials(one, 1, [strategy_spec(s, 0) for s in SHORT], short_plan)
+        s_gpu = await gpu_times(len(short_plan))
     finally:
         for b in (dst, scratch, *((resolve, qs) if has_ts else ())):
             b.destroy()
@@ -154,6 +163,7 @@ async def measure(lab, dev, rig, reps: int) -> dict:
                   "pass's GPU time; strategies interleaved in shuffled rounds",
         "dispatches": n, "expected_gpu_ms": round(expect, 4), "reps": reps, "every_us": EVERY_US, "lead_ms": LEAD_MS,
         "strategies": summarize(names, plan, wall, pokes, gpu),
+        "one_dispatch": summarize(SHORT, short_plan, s_wall, s_pokes, s_gpu),
         "unsupported": [] if has_ts else [{"what": "overhead and the timed strategies",
                                           "reason": "adapter lacks timestamp-query, so the GPU time is unknown"}],
     }

@@ -140,6 +140,9 @@ def render(lab, sec: dict) -> None:
         summary.append(f"<h3>{esc(DR.readback_caption(sec))}</h3>")
         if DR.readback_rows(sec):
             summary.append(html_table(DR.READBACK_HEAD, DR.readback_rows(sec), {1, 2, 3, 4, 5, 6}))
+        if DR.readback_rows(sec, "one_dispatch"):
+            summary.append("<p class='muted'>The same wait for a pass of one dispatch (the naive round trip):</p>")
+            summary.append(html_table(DR.READBACK_HEAD, DR.readback_rows(sec, "one_dispatch"), {1, 2, 3, 4, 5, 6}))
     note = (sec.get("schedule") or {}).get("naive_note")
     if note:
         summary.append(f"<p class='muted'>Note: {esc(note)}.</p>")

@@ -8,3 +8,6 @@ for i in 1 2; do
   timeout 240 "${B[@]}" --json "$R/dispatch$i.json" --suite dispatch --quick --param readback_reps=40 > "$R/dispatch$i.txt" 2>&1
   echo "dispatch$i $SECONDS s" >> "$R/times.txt"; pack
 done
+# the LLM loop's own readbacks on the same machine: 128 tokens, K = 8, JS, with and without poke=50
+go llm "" --param plans=resident --param drivers=js; pack
+go llmpoke "" --param plans=resident --param drivers=js --param poke=50; pack

@@ -60,6 +60,7 @@ def _check_readback(rb, timestamps):
     assert set(rows) == (set(RB.STRATEGIES) if timestamps else set(RB.STRATEGIES) - set(RB.TIMED)), rows
     assert rb["dispatches"] >= 16 and all(r["trials"] == rb["reps"] for r in rows.values())
     assert rows["none"]["pokes"] == 0 and rows["submit"]["pokes"] >= 1 and rows["write"]["pokes"] >= 1
+    assert [r["strategy"] for r in rb["one_dispatch"]] == list(RB.SHORT)
     for r in rows.values():
         assert r["wall_ms"]["median"] > 0
         if timestamps:
