@@ -64,8 +64,8 @@ function replay(device, steps, mode, querySet, begin, end, copies) {
   return null;
 }
 
-// Resolve as `promise` does; until then send an empty queue submit at most every `everyUs` microseconds and
-// return how many were sent.  Chromium's GPU process looks for finished GPU work right after it handles a
+// Resolve as `promise` does; until then send an empty queue submit (or, with scratch, a 4-byte writeBuffer) at most
+// every `everyUs` microseconds and return how many were sent.  Chromium's GPU process looks for finished GPU work right after it handles a
 // command flush, otherwise only on a timer every 1-2 ms, so a readback that no further command follows waits
 // for that timer.  Between checks it yields as a background-priority task, which runs only when no other task
 // is waiting (a MessageChannel loop starves the readback's own reply in Chromium); setTimeout where the
@@ -75,11 +75,17 @@ function idle() {
   return new Promise((r) => setTimeout(r, 0));
 }
 
-async function pokeLoop(queue, state, everyUs) {
+async function pokeLoop(queue, state, everyUs, scratch) {
+  const word = new Uint32Array([0]);
   let last = -Infinity;
   while (!state.done) {
     const now = performance.now();
-    if ((now - last) * 1000 >= everyUs) { queue.submit([]); state.pokes++; last = now; }
+    if ((now - last) * 1000 >= everyUs) {
+      if (scratch) queue.writeBuffer(scratch, 0, word);
+      else queue.submit([]);
+      state.pokes++;
+      last = now;
+    }
     await idle();
   }
 }
@@ -88,11 +94,13 @@ async function pokeLoop(queue, state, everyUs) {
 // Everything starts from a microtask, after the caller's FFI call has returned: the loop started inside a call
 // from Pyodide 0.27 while a mapAsync promise was pending ended in a fatal Pyodide error ("Object has already
 // been destroyed", a PyodideFuture).
-function pokeUntil(queue, promise, everyUs) {
+// scratch: a 4-byte COPY_DST buffer: each poke is a 4-byte writeBuffer into it instead of an empty submit (cheaper
+// for the GPU process; results/2026-12-07-nvidia-h100-readback).
+function pokeUntil(queue, promise, everyUs, scratch) {
   return new Promise((resolve, reject) => queueMicrotask(() => {
     const state = {done: false, pokes: 0};
     promise.then(() => { state.done = true; resolve(state.pokes); }, (e) => { state.done = true; reject(e); });
-    pokeLoop(queue, state, everyUs);
+    pokeLoop(queue, state, everyUs, scratch);
   }));
 }
 

@@ -174,13 +174,14 @@ async def _kernel_profile(lab, cfg) -> dict:
 def set_tuning(params: dict) -> None:
     """fused_tuning={"wg": 16, ...} and resident_tuning={"wg": 512, ...} (JSON) override the fused and
     resident kernels' shapes, for tuning runs; copy_apart=1 gives the block loops' readback copies a submit of
-    their own (app.llm.gpu_loop.parse_copy_apart), for A/B runs; poke=N sends empty submits every N µs while
-    the last readback is awaited (app.llm.gpu_loop.parse_poke); gpu_timing=0 writes no timestamps in the block
-    loops (app.llm.gpu_loop.parse_gpu_timing), to see what timing costs; encode_ahead=0 encodes the first decode
+    their own (app.llm.gpu_loop.parse_copy_apart), for A/B runs; poke=N pokes every N µs while the last readback
+    is awaited (app.llm.gpu_loop.parse_poke; poke_with=write|submit, parse_poke_with); gpu_timing=0 writes no
+    timestamps in the block loops (app.llm.gpu_loop.parse_gpu_timing), to see what timing costs; encode_ahead=0 encodes the first decode
     block after decode timing starts instead of during the prefill (app.llm.gpu_loop.parse_encode_ahead)."""
     from app.llm import fused, gpu_loop, resident
     gpu_loop.OPTIONS["copy_apart"] = gpu_loop.parse_copy_apart(params.get("copy_apart"))
     gpu_loop.OPTIONS["poke_us"] = gpu_loop.parse_poke(params.get("poke"))
+    gpu_loop.OPTIONS["poke_with"] = gpu_loop.parse_poke_with(params.get("poke_with"))
     gpu_loop.OPTIONS["gpu_timing"] = gpu_loop.parse_gpu_timing(params.get("gpu_timing"))
     gpu_loop.OPTIONS["encode_ahead"] = gpu_loop.parse_encode_ahead(params.get("encode_ahead"))
     _overrides(params.get("fused_tuning"), "fused_tuning", fused.FusedTuning, fused.OVERRIDES)

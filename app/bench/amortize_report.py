@@ -102,6 +102,7 @@ def plan_row(plan: str, driver: str, runs: list[dict], per: dict, mode: str, k: 
         row["copy_apart"] = first.get("copy_apart")
         row["encode_ahead"] = first.get("encode_ahead")
         row["poke_us"] = first.get("poke_us")
+        row["poke_with"] = first.get("poke_with")
         row["gpu_timing"] = first.get("gpu_timing")
         row["tuning"] = first.get("tuning")
         row["pokes_runs"] = [r.get("pokes") for r in runs]

@@ -105,6 +105,7 @@ def parse_ramp(value) -> bool:
 
 OPTIONS = {"copy_apart": False,      # set by app.bench.amortize.set_tuning from the URL parameters copy_apart,
            "poke_us": 0,             # poke
+           "poke_with": "write",     # poke_with
            "gpu_timing": True,       # gpu_timing
            "encode_ahead": True}     # and encode_ahead
 UNTIMED = "not measured (gpu_timing=0)"
@@ -131,10 +132,24 @@ def parse_copy_apart(value) -> bool:
 
 def parse_poke(value) -> int:
     """poke from a URL/form value (None or "" → 0, off): the run's last readback (every block submitted, no
-    other in flight) is awaited with an empty queue submit at most every `poke` µs until it resolves
+    other in flight) is awaited with a poke (parse_poke_with) at most every `poke` µs until it resolves
     (static/replay.js pokeUntil), so that Chromium's GPU process looks for the finished work then instead of at
     its next 1-2 ms timer tick.  Earlier readbacks are not poked: later blocks keep the GPU busy meanwhile."""
-    return whole_number_or(value, 0, 0, 100_000, "poke (µs between empty submits)")
+    return whole_number_or(value, 0, 0, 100_000, "poke (µs between pokes)")
+
+
+POKE_WITH = ("write", "submit")
+
+
+def parse_poke_with(value) -> str:
+    """poke_with from a URL/form value (None or "" → write): what each poke is, a 4-byte writeBuffer into a scratch
+    buffer or an empty queue submit (the only kind before 2026-12-07).  Both make Chromium's GPU process look for
+    finished work at once; on an H100 a wait of ~3 ms for a big pass came out 0.5-0.7 ms shorter with writes and
+    0.3-0.7 ms longer with empty submits, which cost the GPU process more (results/2026-12-07-nvidia-h100-readback)."""
+    v = str(value if value is not None else "").strip().lower() or "write"
+    if v not in POKE_WITH:
+        raise ValueError(f"poke_with must be one of {', '.join(POKE_WITH)}, got {value!r}")
+    return v
 
 
 def truncate(tokens: list[int], room: int, eos_id) -> tuple[list[int], bool]:
@@ -187,7 +202,10 @@ class Loop:
     def __init__(self, m, driver: str, k: int, n_blocks: int, depth: int = DEPTH, apart: bool = False):
         from app.gpu import COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE
         self.m, self.dev, self.driver, self.k, self.depth, self.apart = m, m.dev, driver, k, depth, apart
-        self.poke_us, self.pokes = OPTIONS["poke_us"], 0    # read(last=True): empty submits while it is awaited
+        self.poke_us, self.pokes = OPTIONS["poke_us"], 0    # read(last=True): pokes while it is awaited
+        self.poke_with = OPTIONS["poke_with"]
+        self.scratch = (self.dev.create_buffer(4, COPY_DST, "gpu_loop poke scratch")
+                        if self.poke_us and self.poke_with == "write" else None)
         self.staging = [self.dev.create_buffer(4 * k, MAP_READ | COPY_DST, f"gpu_loop readback {i}")
                         for i in range(depth)]
         self.carry = self.dev.create_buffer(16, COPY_SRC | COPY_DST, "gpu_loop carry")
@@ -258,7 +276,7 @@ class Loop:
         import js  # type: ignore
         st, length, promise = pending
         if last and self.poke_us:
-            self.pokes += int(await js.dlReplay.pokeUntil(self.dev.queue, promise, self.poke_us))
+            self.pokes += int(await js.dlReplay.pokeUntil(self.dev.queue, promise, self.poke_us, self.scratch))
         else:
             await promise
         out = [int(v) for v in js.Uint32Array.new(st.getMappedRange(0, 4 * length)).to_py()]
@@ -279,7 +297,8 @@ class Loop:
         return [float(e - s) / 1e6 for s, e in pairs]
 
     def destroy(self) -> None:
-        for b in (*self.staging, self.carry, *((self.ts, self.qs) if self.timed else ())):
+        for b in (*self.staging, self.carry, *((self.ts, self.qs) if self.timed else ()),
+                  *((self.scratch,) if self.scratch is not None else ())):
             b.destroy()
 
 
@@ -399,6 +418,7 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
                        "this adapter has no timestamp-query"),
         "plan": how.name, "mode": "one_pass", "driver": driver, "k": k, "ramp": ramp, "depth": depth,
         "copy_apart": apart, "encode_ahead": encode_ahead, "poke_us": loop.poke_us, "pokes": loop.pokes,
+        "poke_with": loop.poke_with if loop.poke_us else None,
         "tuning": how.tuning(m),
         "tokens_computed": loop.computed, "wasted_tokens": loop.computed - n, "blocks": loop.blocks,
         "block_lengths": lengths[:loop.blocks], "block_read_ms": read_at,

@@ -78,7 +78,7 @@ def test_every_plan_gives_reference_tokens_and_declared_dispatches(lab_page, pla
 def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, driver):
     """The JS row submits each block's readback copy on its own (copy_apart=1, the old way, for A/B runs): 2
     submits a block instead of 1, the same tokens.  The Python row pokes (poke=50): its last readback is awaited
-    with at least one empty submit, which the submit count leaves out; the JS row sends none.  The Python row also
+    with at least one poke (a 4-byte writeBuffer, poke_with's default), which the submit count leaves out; the JS row sends none.  The Python row also
     writes no timestamps (gpu_timing=0): its GPU times say so instead of holding numbers; the JS row's are
     measured (SwiftShader has timestamp-query).  The JS row encodes its first decode block during the prefill (the
     default, here with its copy in a command buffer of its own); the Python row after decode timing starts
@@ -103,7 +103,7 @@ def test_resident_plan_gives_reference_tokens_and_declared_dispatches(lab_page, 
     assert r["dispatch_count_ok"] is True
     assert r["readbacks_per_token"] == pytest.approx(3 / 4)
     assert r["copy_apart"] is apart and r["submits_per_token"] == pytest.approx((2 if apart else 1) * 3 / 4)
-    assert r["poke_us"] == (0 if apart else 50)
+    assert r["poke_us"] == (0 if apart else 50) and r["poke_with"] == (None if apart else "write")
     assert r["encode_ahead"] is apart
     assert r["pokes_runs"] and all((p == 0) if apart else (p >= 1) for p in r["pokes_runs"]), r["pokes_runs"]
     # the rate after the first delivery: the 3 tokens of blocks 2 and 3 over the time from block 1's readback to

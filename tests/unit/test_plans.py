@@ -299,8 +299,12 @@ def test_decode_lengths_ramp_up_to_k():
     assert gpu_loop.parse_poke(" 50 ") == 50 and gpu_loop.parse_poke("0") == 0
     for bad, msg in (("-1", "must be between 0 and 100000"), ("fast", "must be a whole number"),
                      ("100001", "must be between")):
-        with pytest.raises(ValueError, match=rf"^poke \(µs between empty submits\) {msg}"):
+        with pytest.raises(ValueError, match=rf"^poke \(µs between pokes\) {msg}"):
             gpu_loop.parse_poke(bad)
+    assert gpu_loop.parse_poke_with(None) == gpu_loop.parse_poke_with("") == gpu_loop.OPTIONS["poke_with"] == "write"
+    assert gpu_loop.parse_poke_with(" Submit ") == "submit"
+    with pytest.raises(ValueError, match=r"^poke_with must be one of write, submit"):
+        gpu_loop.parse_poke_with("flush")
     assert gpu_loop.parse_gpu_timing(None) is gpu_loop.parse_gpu_timing("") is gpu_loop.OPTIONS["gpu_timing"] is True
     assert not gpu_loop.parse_gpu_timing("0") and gpu_loop.parse_gpu_timing("on")
     with pytest.raises(ValueError, match=r"^gpu_timing must be 1 or 0"):
