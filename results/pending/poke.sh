@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Device-side command (one call, any GPU): the run's last readback awaited with pokes of each kind, against none,
+# interleaved: 128 tokens of "Once upon a time" at K = 8 (none, poke=50 write, poke=50 submit) and the 30-token
+# answer to "The capital of France is" at the default K (none, poke=50 write), JS, three rounds; then, on an H200
+# only, ../pending/h200.sh.
+source results/2026-12-05-nvidia-h200-dn/common.sh
+source results/2026-12-07-nvidia-h100-safety/flags.sh
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
+P=(--param plans=resident --param drivers=js)
+S=(--param plans=resident --param drivers=js --prompt "The capital of France is" --k 4)
+go w0 "" "${P[@]}"; pack
+for i in 1 2 3; do
+  go none_$i "" "${P[@]}"; pack
+  go write_$i "" "${P[@]}" --param poke=50; pack
+  go submit_$i "" "${P[@]}" --param poke=50 --param poke_with=submit; pack
+  go snone_$i "" "${S[@]}"; pack
+  go swrite_$i "" "${S[@]}" --param poke=50; pack
+done
+bash results/pending/h200.sh
