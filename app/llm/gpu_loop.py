@@ -131,10 +131,11 @@ def parse_copy_apart(value) -> bool:
 
 
 def parse_poke(value) -> int:
-    """poke from a URL/form value (None or "" → 0, off): the run's last readback (every block submitted, no
-    other in flight) is awaited with a poke (parse_poke_with) at most every `poke` µs until it resolves
+    """poke from a URL/form value (None or "" → 0, off): the waits that decide the answer's timing, the end of the
+    prefill, the first readback (the time to the first token) and the last (every block submitted, no other in
+    flight), are awaited with a poke (parse_poke_with) at most every `poke` µs until they resolve
     (static/replay.js pokeUntil), so that Chromium's GPU process looks for the finished work then instead of at
-    its next 1-2 ms timer tick.  Earlier readbacks are not poked: later blocks keep the GPU busy meanwhile."""
+    its next 1-2 ms timer tick.  The other readbacks are not poked: later blocks keep the GPU busy meanwhile."""
     return whole_number_or(value, 0, 0, 100_000, "poke (µs between pokes)")
 
 
@@ -271,14 +272,19 @@ class Loop:
         tokens = self.m.act["tokens"]
         return [(tokens, 4, st, 0, 4 * length), (tokens, 4 * length, self.carry, 0, 4), (self.carry, 0, tokens, 0, 4)]
 
-    async def read(self, pending, last: bool = False) -> list[int]:
-        """The block's tokens; `last` (nothing left to submit) with poke_us: poked until they arrive."""
+    async def wait(self, promise, poke: bool = False) -> None:
+        """Await a JS promise; with `poke` and poke_us, poking (static/replay.js pokeUntil) until it settles."""
         import js  # type: ignore
-        st, length, promise = pending
-        if last and self.poke_us:
+        if poke and self.poke_us:
             self.pokes += int(await js.dlReplay.pokeUntil(self.dev.queue, promise, self.poke_us, self.scratch))
         else:
             await promise
+
+    async def read(self, pending, poke: bool = False) -> list[int]:
+        """The block's tokens; with `poke` and poke_us, poked until they arrive."""
+        import js  # type: ignore
+        st, length, promise = pending
+        await self.wait(promise, poke)
         out = [int(v) for v in js.Uint32Array.new(st.getMappedRange(0, 4 * length)).to_py()]
         st.unmap()
         self.dev.raise_if_lost()
@@ -365,7 +371,8 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
         pre_dispatches, pre_submits = loop.dispatches, loop.submits
         pos, nxt = len(prompt_ids) - 1, 0
         ahead = loop.encode_block(pos, lengths[0]) if encode_ahead and lengths else None   # while the GPU runs
-        await m.dev.on_submitted_work_done()          # decode timing starts with the GPU idle
+        await loop.wait(m.dev.queue.onSubmittedWorkDone(), True)    # decode timing starts with the GPU idle
+        m.dev.raise_if_lost()
         t_dec = _now()
         while pending or nxt < len(lengths):
             while nxt < len(lengths) and len(pending) < depth:
@@ -374,8 +381,10 @@ async def run(lab, m, prompt_ids: list, max_new: int, driver, on_token, k, how, 
                 sent_at.append(round(_now() - t_dec, 3))
                 pos, nxt = pos + lengths[nxt], nxt + 1
             block = pending.pop(0)
-            last = nxt >= len(lengths) and not pending        # nothing else is coming: poke (poke_us) for it
-            got, stop = truncate(await loop.read(block, last), max_new - len(out), m.cfg.eos_id)
+            last = nxt >= len(lengths) and not pending        # nothing else is coming
+            # poke (poke_us) for the last block and for the first, whose readback is the time to the first token
+            got, stop = truncate(await loop.read(block, last or t_first is None), max_new - len(out),
+                                 m.cfg.eos_id)
             t_last = _now()
             if t_first is None:
                 t_first, n_first = t_last, len(got)

@@ -513,8 +513,8 @@ class ResidentLoop(Loop):
         at = tokens_at(self.m.cfg, self.m.resident_tuning)
         return [(self.m.act["resident_state"], 4 * (at + pos + 1), st, 0, 4 * length)]
 
-    async def read(self, pending, last: bool = False) -> list[int]:
-        out = await super().read(pending, last)
+    async def read(self, pending, poke: bool = False) -> list[int]:
+        out = await super().read(pending, poke)
         if FAIL_TOKEN in out:
             from app.gpu import Unsupported
             t = self.m.resident_tuning
