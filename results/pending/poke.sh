@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device-side command (one call, any GPU): the waits for the prefill's end and the first and last readbacks with
-# pokes of each kind (poke=50: a write or an empty submit at most every 50 µs), against none, interleaved: 128 tokens of "Once upon a time" at K = 8 (none, poke=50 write, poke=50 submit) and the 30-token
-# answer to "The capital of France is" at the default K (none, poke=50 write), JS, three rounds; then, on an H200
-# only, ../pending/h200.sh.
+# pokes of each kind (poke=50: a write or an empty submit at most every 50 µs) against none, interleaved, JS, three
+# rounds: 128 tokens of "Once upon a time" at K = 8 (none, write, submit) and the 30-token answer to "The capital
+# of France is" at the default K (none, write); then, on an H200 only, ../pending/h200.sh.
 source results/2026-12-05-nvidia-h200-dn/common.sh
 source results/2026-12-07-nvidia-h100-safety/flags.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
