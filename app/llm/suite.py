@@ -1,7 +1,8 @@
 """The "llm" suite: parse and check the run's parameters, load the model, generate, build the section.
 
-Parameters (URL query in autorun, the form in the panel): prompt, chat=1, max_new_tokens, plan, driver,
-model (a GGUF path/URL; default the built-in SmolLM2).  Bad values raise ValueError with a message
+Parameters (URL query in autorun, the form in the panel over the URL's): prompt, chat=1, max_new_tokens, plan,
+driver, model (a GGUF path/URL; default the built-in SmolLM2), and the block loops' options and kernel overrides
+that app.bench.amortize.set_tuning reads (poke, copy_apart, gpu_timing, encode_ahead, resident_tuning, ...).  Bad values raise ValueError with a message
 meant for the page.  Pure helper: parse_params (CPython-testable).
 """
 from __future__ import annotations
@@ -52,10 +53,12 @@ def memory_mb(memory: dict) -> dict:
 
 async def run(lab, params: dict, on_token=None, logits_out=None) -> dict:
     """Run one generation and return the "llm" section."""
+    from app.bench.amortize import set_tuning, tuning_overrides
     from app.gpu import WebGPUUnavailable
     from .generate import check_request, generate
     from .session import get_model
     p = parse_params(params)
+    set_tuning(params)          # the block loops' options and kernel overrides: this run's, never a previous suite's
     if lab.dev is None:
         raise WebGPUUnavailable("WebGPU is not available in this browser, so the model cannot run here.")
     m = await get_model(lab, 0, params.get("model"), params.get("gpu_budget_mb"), params.get("tuning"))
@@ -77,6 +80,7 @@ async def run(lab, params: dict, on_token=None, logits_out=None) -> dict:
         "tuning": dict(vars(m.tuning)),
         "config": {k: getattr(m.cfg, k) for k in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
                                                    "ffn", "vocab", "ctx")},
+        **tuning_overrides(),
     }
     lab.progress(f"generated {len(r['generated_token_ids'])} tokens ({r['stopped']})", 1.0)
     return section

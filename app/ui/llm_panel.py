@@ -54,8 +54,9 @@ def _refresh_plans() -> None:
     add_options("llm-plan", registered_plans())
 
 
-def _form() -> dict:
-    return {"prompt": str(el("llm-prompt").value), "chat": str(el("llm-chat").value),
+def _form(lab) -> dict:
+    """The form's values over the page URL's parameters (model, poke, resident_tuning, ...), as the amortize panel."""
+    return {**lab.params, "prompt": str(el("llm-prompt").value), "chat": str(el("llm-chat").value),
             "max_new_tokens": str(el("llm-max").value), "plan": str(el("llm-plan").value),
             "driver": str(el("llm-driver").value)}
 
@@ -68,7 +69,7 @@ def _stop(lab) -> None:
 
 async def _generate(lab) -> None:
     async def body():
-        section = await run(lab, _form())
+        section = await run(lab, _form(lab))
         lab.section("llm", section)
         render(lab, section)
         return section

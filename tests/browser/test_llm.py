@@ -109,6 +109,20 @@ def test_plans_give_identical_tokens(lab, ref, plan, driver):
         assert sec["gpu_ms_per_token"] == "unsupported" or sec["gpu_ms_per_token"] > 0
 
 
+def test_block_loop_options_and_overrides_apply_to_their_own_run(lab, ref):
+    """The llm suite takes the block loops' options and the kernel overrides from its own parameters
+    (app.bench.amortize.set_tuning, as amortize and compare do) and records the overrides; the next run without
+    them gets the defaults again, not what an earlier run or suite left set."""
+    sec = run(lab, prompt=PROMPT, max_new_tokens=3, plan="resident", driver="js", poke="50",
+              resident_tuning='{"split": 1}')["section"]
+    assert sec["generated_token_ids"] == ref["ids"][:3]
+    assert sec["resident_tuning_overrides"] == {"split": 1}
+    assert sec["poke_us"] == 50 and sec["poke_with"] == "write"
+    sec = run(lab, prompt=PROMPT, max_new_tokens=3, plan="resident", driver="js")["section"]
+    assert sec["generated_token_ids"] == ref["ids"][:3]
+    assert "resident_tuning_overrides" not in sec and sec["poke_us"] == 0 and sec["poke_with"] is None
+
+
 def test_streams_and_stop_keeps_what_was_made(lab):
     lab.click("#tabs button[data-panel=llm]")
     lab.fill("#llm-prompt", "Write a long story about a dragon.")
@@ -141,6 +155,18 @@ def test_empty_and_too_long_prompts_in_the_panel(lab):
     assert page_text_has_no_traceback(lab)
 
 
+def test_the_panel_runs_with_the_page_urls_options(page, server):
+    """The LLM panel's Generate passes the page URL's parameters under its form's values, as the amortize panel
+    does: a bad poke in the URL is reported there, before any model work."""
+    assert open_lab(page, server, "poke=abc") == "ready"
+    page.click("#tabs button[data-panel=llm]")
+    page.fill("#llm-max", "2")
+    page.click("#llm-generate")
+    page.wait_for_selector("#llm-message .message.error", timeout=60_000)
+    assert "poke (µs between pokes)" in page.inner_text("#llm-message")
+    assert page_text_has_no_traceback(page)
+
+
 # ------------------------------------------------------------------------------ bad model files (autorun)
 @pytest.fixture(scope="module")
 def bad_models(site):
@@ -166,6 +192,8 @@ def bad_models(site):
     ("model=models/corrupt/broken.gguf", "implausible counts"),
     (f"model=models/badhash/{MODEL.name}", "has the wrong sha256"),
     ("gpu_budget_mb=50", "out of GPU memory while creating the GPU buffers for the weights"),
+    ("poke=abc", "poke (µs between pokes)"),
+    ("resident_tuning=%7B%22nope%22%3A1%7D", "resident_tuning: 'nope' is not a tuning field"),
 ])
 def test_bad_inputs_in_autorun(page, server, bad_models, query, needle):
     assert open_lab(page, server, f"suite=llm&autorun=1&max_new_tokens=2&{query}", timeout_s=300) == "error"
