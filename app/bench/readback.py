@@ -8,9 +8,9 @@ A trial submits one command buffer: a pass of `dispatches` counter dispatches (s
 time, so that the wait starts long before the GPU is done, as in a block loop) with timestampWrites around it, and
 a 4-byte copy into a MAP_READ buffer; then it awaits mapAsync.  overhead = wall (submit → resolved) − the pass's
 GPU time: the submit's way to the GPU plus the readback's way back, less nothing.  Strategies (what the page does
-while it waits; static/readback.js): none, submit (an empty submit every EVERY_US, the LLM loop's `poke`), write (a
-4-byte writeBuffer every EVERY_US), timed (ONE empty submit LEAD_MS before the pass's expected end), at_end (one
-empty submit at the expected end).  Chromium's GPU process looks for finished work after it handles a command
+while it waits; static/readback.js): none, submit (an empty submit every EVERY_US, the LLM loop's `poke` with
+poke_with=submit), write (a 4-byte writeBuffer every EVERY_US, its `poke` by default), timed (ONE empty submit
+LEAD_MS before the pass's expected end), at_end (one empty submit at the expected end).  Chromium's GPU process looks for finished work after it handles a command
 flush and otherwise on a timer that each flush restarts (2 ms, then every 1 ms while work is pending), so these
 tell apart a flush that polls from a flush that only pushes the timer back.  `one_dispatch` repeats none, submit and
 write for a pass of ONE dispatch (the naive round trip): with pokes that answer at once, its overhead is the
