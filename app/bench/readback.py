@@ -10,11 +10,11 @@ a 4-byte copy into a MAP_READ buffer; then it awaits mapAsync.  overhead = wall 
 GPU time: the submit's way to the GPU plus the readback's way back, less nothing.  Strategies (what the page does
 while it waits; static/readback.js): none, submit (an empty submit every EVERY_US, the LLM loop's `poke` with
 poke_with=submit), write (a 4-byte writeBuffer every EVERY_US, its `poke` by default), timed (ONE empty submit
-LEAD_MS before the pass's expected end), at_end (one empty submit at the expected end).  Chromium's GPU process looks for finished work after it handles a command
-flush and otherwise on a timer that each flush restarts (2 ms, then every 1 ms while work is pending), so these
-tell apart a flush that polls from a flush that only pushes the timer back.  `one_dispatch` repeats none, submit and
-write for a pass of ONE dispatch (the naive round trip): with pokes that answer at once, its overhead is the
-submit's and the answer's ways alone.
+LEAD_MS before the pass's expected end), at_end (one empty submit at the expected end).  Chromium's GPU process
+looks for finished work after it handles a command flush and otherwise on a timer that each flush restarts (2 ms,
+then every 1 ms while work is pending), so these tell apart a flush that polls from a flush that only pushes the
+timer back.  `one_dispatch` repeats none, submit and write for a pass of ONE dispatch (the naive round trip): with
+pokes that answer at once, its overhead is the submit's and the answer's ways alone.
 
 Without timestamp-query the GPU time is unknown: wall is still reported, overhead and the timed strategies are
 "unsupported here".  Pure parts (CPython): order, size, summarize.

@@ -2,8 +2,8 @@
 
 Parameters (URL query in autorun, the form in the panel over the URL's): prompt, chat=1, max_new_tokens, plan,
 driver, model (a GGUF path/URL; default the built-in SmolLM2), and the block loops' options and kernel overrides
-that app.bench.amortize.set_tuning reads (poke, copy_apart, gpu_timing, encode_ahead, resident_tuning, ...).  Bad values raise ValueError with a message
-meant for the page.  Pure helper: parse_params (CPython-testable).
+that app.bench.amortize.set_tuning reads (poke, copy_apart, gpu_timing, encode_ahead, resident_tuning, ...).  Bad
+values raise ValueError with a message meant for the page.  Pure helper: parse_params (CPython-testable).
 """
 from __future__ import annotations
 
