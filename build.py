@@ -206,6 +206,11 @@ def copy_tree(src: Path, dst: Path, skip_suffixes=(".map",)) -> None:
             place(p, dst / p.relative_to(src))
 
 
+# Reference results shipped with the site, for the dispatch panel's side-by-side table (site path: repo path):
+# the every-suite run of the current code on an NVIDIA H100 (results/2026-12-07-nvidia-h100-suites/README.md).
+REFERENCE = {"reference/nvidia-h100-2026-12-07-dispatch.json":
+             "results/2026-12-07-nvidia-h100-suites/b/res/dispatch.json"}
+
 PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 
 
@@ -239,6 +244,8 @@ def build(assets: dict | None = None, out: Path = DIST) -> Path:
         wl = pkgs["@wllama/wllama"] / "esm"
         place(wl / "index.js", tmp / "vendor" / "wllama" / "index.js")
         place(wl / "wasm" / "wllama.wasm", tmp / "vendor" / "wllama" / "wllama.wasm")
+        for site_path, repo_path in REFERENCE.items():
+            place(ROOT / repo_path, tmp / site_path)
         m = lock["model"]
         place(assets["model"], tmp / "models" / m["file"])
         manifest = {"file": m["file"], "sha256": m["sha256"], "bytes": assets["model"].stat().st_size,

@@ -23,6 +23,7 @@ The JS driver encodes the same objects from a tiny JS loop: the difference is th
   <button id="dispatch-export-csv">Export CSV</button>
   <label>Compare with earlier results (JSON, one or more)
     <input type="file" id="dispatch-import" accept=".json,application/json" multiple></label>
+  <button id="dispatch-reference" title="Add our run on an NVIDIA H100 (Chromium 156, Vulkan, 2026-12-07) to the side-by-side table">Compare with our H100 run</button>
   <button id="dispatch-clear-imports">Clear comparison</button>
 </div>
 <div id="dispatch-messages"></div>
@@ -55,6 +56,7 @@ def mount(lab) -> None:
     on("dispatch-export-json", "click", lambda e: _export(results_io.export_json))
     on("dispatch-export-csv", "click", lambda e: _export(results_io.export_csv))
     on("dispatch-import", "change", _import)
+    on("dispatch-reference", "click", _reference)
     on("dispatch-clear-imports", "click", _clear)
 
 
@@ -95,8 +97,22 @@ def _export(fn) -> None:
     _say("info", f"Saved {name}.")
 
 
+REFERENCE_URL = "reference/nvidia-h100-2026-12-07-dispatch.json"       # build.py REFERENCE puts it in the site
+REFERENCE_NAME = "NVIDIA H100, Chromium 156, 2026-12-07 (reference)"
+
+
 async def _import(evt) -> None:
-    good, bad = await results_io.import_files(_lab, "dispatch-import")
+    _show_imports(*await results_io.import_files(_lab, "dispatch-import"))
+
+
+async def _reference(evt) -> None:
+    good, bad = await results_io.import_url(_lab, REFERENCE_URL, REFERENCE_NAME)
+    if not good and not bad:
+        return _say("info", f"{REFERENCE_NAME} is already in the comparison.")
+    _show_imports(good, bad)
+
+
+def _show_imports(good: list, bad: list) -> None:
     parts = []
     if good:
         parts.append(message("info", "Imported " + ", ".join(n for n, _ in good) + "."))
@@ -199,7 +215,7 @@ def _compare() -> None:
 
 def _adapter(doc) -> str:
     a = (doc.get("env") or {}).get("adapter") or {}
-    return " / ".join(str(a.get(k)) for k in ("vendor", "architecture") if a.get(k)) or "—"
+    return " / ".join(str(a.get(k)) for k in ("vendor", "architecture", "description") if a.get(k)) or "—"
 
 
 def _browser(doc) -> str:

@@ -72,6 +72,25 @@ async def import_files(lab, input_id: str) -> tuple[list[tuple[str, dict]], list
     return good, bad
 
 
+async def import_url(lab, url: str, name: str) -> tuple[list[tuple[str, dict]], list[str]]:
+    """Fetch one results document shipped with the site (build.py REFERENCE) and add it to lab.imported as `name`,
+    unless a document of that name is there already.  A failed fetch or an invalid file is one message."""
+    import js  # type: ignore
+    if any(n == name for n, _ in lab.imported):
+        return [], []
+    try:
+        resp = await js.fetch(url)
+        if not resp.ok:
+            return [], [f"{name} could not be loaded (HTTP {resp.status}): {url}"]
+        text = str(await resp.text())
+    except Exception as e:  # noqa: BLE001 - a network failure is a message, not a traceback
+        return [], [f"{name} could not be loaded ({e}): {url}"]
+    good, bad = parse_files([(name, text)])
+    lab.imported.extend(good)
+    publish(lab)
+    return good, bad
+
+
 def clear_imports(lab) -> None:
     lab.imported.clear()
     publish(lab)

@@ -5,7 +5,7 @@ import time
 
 from app import report
 from app.bench import readback as RB
-from conftest import page_text_has_no_traceback, wait_state
+from conftest import open_lab, page_text_has_no_traceback, wait_state
 
 
 def _wait(page, states, timeout_s):
@@ -151,4 +151,31 @@ def test_bad_readback_reps_is_refused_before_anything_runs(page, server):
     text = page.inner_text("#error")
     assert "readback_reps" in text and "2" in text, text
     assert "round 1/" not in page.inner_text("#progress-text")
+    assert page_text_has_no_traceback(page)
+
+
+def test_the_reference_run_joins_the_comparison(page, server, site):
+    """The "Compare with our H100 run" button adds the H100 reference shipped in the site (build.py REFERENCE) to the side-by-side
+    table, once; without the file the panel says so, and nothing already shown is lost."""
+    assert open_lab(page, server) == "ready"
+    page.click("#tabs button[data-panel=dispatch]")
+    ref = site / "reference" / "nvidia-h100-2026-12-07-dispatch.json"
+    hidden = ref.with_suffix(".hidden")
+    ref.rename(hidden)
+    try:
+        page.click("#dispatch-reference")
+        page.wait_for_selector("#dispatch-messages .message.error")
+        assert "could not be loaded (HTTP 404)" in page.inner_text("#dispatch-messages")
+        assert page.evaluate("(window.dlImported || []).length") == 0
+    finally:
+        hidden.rename(ref)
+    page.click("#dispatch-reference")
+    page.wait_for_function("window.dlImported && dlImported.length === 1")
+    assert "H100" in page.evaluate("dlImported[0].doc.env.adapter.description")
+    compare = page.inner_text("#dispatch-compare")
+    assert "NVIDIA H100, Chromium 156, 2026-12-07 (reference)" in compare and "naive_over_sequential" in compare
+    assert "nvidia / NVIDIA H100 80GB HBM3" in compare                      # the adapter row names the GPU
+    page.click("#dispatch-reference")
+    page.wait_for_selector("#dispatch-messages:has-text('already in the comparison')")
+    assert page.evaluate("dlImported.length") == 1
     assert page_text_has_no_traceback(page)

@@ -172,3 +172,14 @@ def test_browser_flags_take_a_single_dashed_flag():
     finally:
         build.bench = orig
     assert launched == ["--enable-dawn-features=x"]
+
+
+def test_the_reference_results_are_valid_and_the_panel_asks_for_them():
+    """build.py REFERENCE ships committed results files with the site: each must pass the same validation as an
+    import, and the dispatch panel's button must ask for one of them."""
+    from app import report
+    panel = (build.ROOT / "app" / "ui" / "dispatch_panel.py").read_text()
+    for site_path, repo_path in build.REFERENCE.items():
+        doc = report.parse((build.ROOT / repo_path).read_text(), repo_path)
+        assert doc["dispatch"]["rows"] and doc["env"]["adapter"]["isFallbackAdapter"] is False
+        assert f'"{site_path}"' in panel
