@@ -23,7 +23,9 @@ The JS driver encodes the same objects from a tiny JS loop: the difference is th
   <button id="dispatch-export-csv">Export CSV</button>
   <label>Compare with earlier results (JSON, one or more)
     <input type="file" id="dispatch-import" accept=".json,application/json" multiple></label>
-  <button id="dispatch-reference" title="Add our run on an NVIDIA H100 (Chromium 156, Vulkan, 2026-12-07) to the side-by-side table">Compare with our H100 run</button>
+  <button id="dispatch-reference"
+    title="Add our run on an NVIDIA H100 (Chromium 156, Vulkan, 2026-12-07) to the side-by-side table">Compare with
+    our H100 run</button>
   <button id="dispatch-clear-imports">Clear comparison</button>
 </div>
 <div id="dispatch-messages"></div>

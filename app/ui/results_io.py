@@ -64,8 +64,11 @@ async def import_files(lab, input_id: str) -> tuple[list[tuple[str, dict]], list
     raw = await js.dl.readFiles(inp)
     files = [(str(pair[0]), str(pair[1])) for pair in raw]
     inp.value = ""                      # choosing the same file again fires "change" again
-    if not files:
-        return [], []
+    return _add(lab, files) if files else ([], [])
+
+
+def _add(lab, files) -> tuple[list[tuple[str, dict]], list[str]]:
+    """parse_files, then the valid documents into lab.imported (and window.dlImported)."""
     good, bad = parse_files(files)
     lab.imported.extend(good)
     publish(lab)
@@ -85,10 +88,7 @@ async def import_url(lab, url: str, name: str) -> tuple[list[tuple[str, dict]], 
         text = str(await resp.text())
     except Exception as e:  # noqa: BLE001 - a network failure is a message, not a traceback
         return [], [f"{name} could not be loaded ({e}): {url}"]
-    good, bad = parse_files([(name, text)])
-    lab.imported.extend(good)
-    publish(lab)
-    return good, bad
+    return _add(lab, [(name, text)])
 
 
 def clear_imports(lab) -> None:

@@ -155,8 +155,8 @@ def test_bad_readback_reps_is_refused_before_anything_runs(page, server):
 
 
 def test_the_reference_run_joins_the_comparison(page, server, site):
-    """The "Compare with our H100 run" button adds the H100 reference shipped in the site (build.py REFERENCE) to the side-by-side
-    table, once; without the file the panel says so, and nothing already shown is lost."""
+    """The "Compare with our H100 run" button adds the H100 reference shipped in the site (build.py REFERENCE) to
+    the side-by-side table, once; without the file the panel says so, and nothing already shown is lost."""
     assert open_lab(page, server) == "ready"
     page.click("#tabs button[data-panel=dispatch]")
     ref = site / "reference" / "nvidia-h100-2026-12-07-dispatch.json"
