@@ -150,6 +150,15 @@ override SPIN: u32 = 2097152u;                               // PERSIST: polls o
 
 const BIG: f32 = 3.4028234e38;
 
+// Loops.  Chromium's shader compiler (Tint) guards every loop that it cannot prove finite with a 64-bit iteration
+// counter and an exit test in each iteration, so that no shader can hang the GPU.  It proves a loop finite only in
+// the form `for (var k = …; k < C; k++)` with C a constant (an override expression counts).  So every loop here
+// has that form: C is the most iterations the loop can take, or NO_END where no constant bounds it, and the loop
+// breaks at its real end first.  The iterations and their order are as before, and so are the results; the
+// counters are gone.  (results/2026-12-07-loops: 41 of the step entry's 75 loops had one.)
+const NO_END: u32 = 0xffffffffu;
+override SGL_LOG: u32 = 32u - countLeadingZeros(SGL - 1u);  // ceil(log2(SGL)): SGA's shuffle rounds per position
+
 var<workgroup> xs: array<vec4<f32>, D / 4u + D / 64u>;   // r ∘ norm weight (unnormalized), padded: see xs_at
 var<workgroup> bs: array<f32, D / 32u>;                  // Σ of xs over each 32-float block (Q4_1's m term)
 var<workgroup> prod: array<f32, PROD>;                    // per-item dot products; attention·V partials
@@ -239,7 +248,7 @@ fn wg_sum(v: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
     if (lane == 0u) { red[sid] = s; }
     workgroupBarrier();
     var t = 0.0;
-    for (var i = lane; i < nsg; i += sgs) { t += red[i]; }
+    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t += red[i]; }
     let r = subgroupAdd(t);
     workgroupBarrier();                                     // red is rewritten by the next reduction
     return r;
@@ -250,7 +259,7 @@ fn wg_max(v: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
     if (lane == 0u) { red[sid] = s; }
     workgroupBarrier();
     var t = -BIG;
-    for (var i = lane; i < nsg; i += sgs) { t = max(t, red[i]); }
+    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t = max(t, red[i]); }
     let r = subgroupMax(t);
     workgroupBarrier();
     return r;
@@ -261,7 +270,7 @@ fn wg_min_u(v: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     if (lane == 0u) { redu[sid] = s; }
     workgroupBarrier();
     var t = 0xffffffffu;
-    for (var i = lane; i < nsg; i += sgs) { t = min(t, redu[i]); }
+    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t = min(t, redu[i]); }
     let r = subgroupMin(t);
     workgroupBarrier();
     return r;
@@ -287,7 +296,9 @@ fn block_sums(li: u32, sgs: u32) {
         return;
     }
     if (dn_on(1u)) { workgroupBarrier(); }
-    for (var b = li; b < D / 32u; b += WG) {
+    for (var k_ = 0u; k_ < (D / 32u + WG - 1u) / WG; k_++) {
+        let b = li + k_ * WG;
+        if (b >= D / 32u) { break; }
         var sx = vec4<f32>(0.0);
         for (var q = 0u; q < 4u; q++) { sx += xs[xs_at(b * 8u + q)] + xs[xs_at(b * 8u + 4u + q)]; }
         bs[b] = sx.x + sx.y + sx.z + sx.w;
@@ -326,7 +337,7 @@ fn norm_end(ss: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
 fn norm_scale(scale: f32, lane: u32, nsg: u32, sgs: u32) -> f32 {
     if (!dn_on(1u)) { return scale; }
     var t = 0.0;
-    for (var i = lane; i < nsg; i += sgs) { t += red_n[i]; }
+    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t += red_n[i]; }
     return 1.0 / sqrt(subgroupAdd(t) / f32(D) + EPS);
 }
 
@@ -445,7 +456,7 @@ fn load10_in(a: u32, mat: u32) -> array<u32, 10> {
 fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 10>, pre1: array<u32, 10>, mat: u32) {
     if (li < n) { prod[li] = long_dot(pre0, li); }
     if (li + WG < n) { prod[li + WG] = long_dot(pre1, li + WG); }
-    for (var it = li + 2u * WG; it < n; it += WG) { prod[it] = long_dot(load10_in(long_base(it, rows, seg), mat), it); }
+    for (var k_ = 0u; k_ < NO_END; k_++) { let it = li + 2u * WG + k_ * WG; if (it >= n) { break; } prod[it] = long_dot(load10_in(long_base(it, rows, seg), mat), it); }
 }
 
 // The short matvec into prod (one value per item); items li, li + WG (and li + 2·WG when npre = 3) prefetched;
@@ -455,14 +466,16 @@ fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: arra
     if (li < n) { prod[li] = q41_item(pre0, li % nb, j0); }
     if (li + WG < n) { prod[li + WG] = q41_item(pre1, (li + WG) % nb, j0); }
     if (npre > 2u && li + 2u * WG < n) { prod[li + 2u * WG] = q41_item(pre2, (li + 2u * WG) % nb, j0); }
-    for (var it = li + npre * WG; it < n; it += WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let it = li + npre * WG + k_ * WG;
+        if (it >= n) { break; }
         prod[it] = q41_item(load5(short_addr(it, mat, rw, b0, nb, cmr)), it % nb, j0);
     }
 }
 
 fn row_sum(r: u32, per: u32) -> f32 {
     var s = 0.0;
-    for (var p = 0u; p < per; p++) { s += prod[r * per + p]; }
+    for (var p = 0u; p < NO_END; p++) { if (p >= per) { break; } s += prod[r * per + p]; }
     return s;
 }
 
@@ -480,11 +493,14 @@ fn gather(li: u32, pb: u32, np: u32) {
     let d4 = D / 4u;
     let ng = psum_groups(np);
     let per = (np + ng - 1u) / ng;
-    for (var e = li; e < ng * d4; e += WG) {                // one pass unless WG < D/4
+    for (var k_ = 0u; k_ < NO_END; k_++) {                // one pass unless WG < D/4
+        let e = li + k_ * WG;
+        if (e >= ng * d4) { break; }
         let c = e % d4;
         let g = e / d4;
         var t = vec4<f32>(0.0);
-        for (var k = 0u; k < per; k++) {
+        for (var k = 0u; k < NO_END; k++) {
+            if (k >= per) { break; }
             let f = g + k * ng;
             if (f < np) { t += sc[pb + f * d4 + c]; }
         }
@@ -496,7 +512,8 @@ fn gather(li: u32, pb: u32, np: u32) {
 fn partials(i: u32, np: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     if (skip(1u)) { return r; }
-    for (var g = 0u; g < psum_groups(np); g++) {
+    for (var g = 0u; g < NO_END; g++) {
+        if (g >= psum_groups(np)) { break; }
         let k = 4u * (g * (D / 4u) + i);
         r += vec4<f32>(prod[k], prod[k + 1u], prod[k + 2u], prod[k + 3u]);
     }
@@ -579,7 +596,7 @@ fn acc_get4(a: u32, i: u32) -> vec4<f32> {
 // uniform control flow (a barrier).
 fn acc_fetch(a: u32, li: u32) {
     if (RD == 0u || skip(1u)) { return; }
-    for (var i = li; i < 2u * D; i += WG) { accw[i] = atomicLoad(&st.tokens[a + i]); }
+    for (var k_ = 0u; k_ < (2u * D + WG - 1u) / WG; k_++) { let i = li + k_ * WG; if (i >= 2u * D) { break; } accw[i] = atomicLoad(&st.tokens[a + i]); }
     workgroupBarrier();
 }
 
@@ -598,7 +615,9 @@ fn acc_r4(a: u32, i: u32) -> vec4<f32> {
 }
 
 fn acc_zero(a: u32, li: u32) {
-    for (var i = li; i < 2u * D; i += WG) {
+    for (var k_ = 0u; k_ < (2u * D + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= 2u * D) { break; }
         if (PERSIST != 0u) { dep |= atomicExchange(&st.tokens[a + i], 0u); } else { atomicStore(&st.tokens[a + i], 0u); }
     }
 }
@@ -700,11 +719,9 @@ fn gsync(goal: u32, li: u32) {
     workgroupBarrier();
     if (li == 0u) {
         atomicAdd(&st.ctr, 1u + (atomicLoad(&w_dep) & (goal >> 31u)));
-        for (var n = 0u; atomicLoad(&st.ctr) < goal; n++) {
-            if (n >= SPIN) {
-                atomicOr(&st.ctr, FAIL_BIT);
-                break;
-            }
+        for (var n = 0u; n <= SPIN; n++) {                   // SPIN + 1 polls at most
+            if (atomicLoad(&st.ctr) >= goal) { break; }
+            if (n == SPIN) { atomicOr(&st.ctr, FAIL_BIT); }
         }
     }
     workgroupBarrier();
@@ -720,7 +737,9 @@ fn mark_failed(token: u32) -> u32 {
 fn parts_argmax(li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     var v = -BIG;
     var idx = 0xffffffffu;
-    for (var i = li; i < HEAD_GROUPS; i += WG) {
+    for (var k_ = 0u; k_ < (HEAD_GROUPS + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= HEAD_GROUPS) { break; }
         let pv = sc_get(4u * o_hp() + 2u * i);
         let pi = bitcast<u32>(sc_get(4u * o_hp() + 2u * i + 1u));
         if (pv > v || (pv == v && pi < idx)) {
@@ -757,7 +776,9 @@ fn residual_in(l: u32, pos: u32, w: u32, li: u32, lane: u32, sid: u32, nsg: u32,
     if (!tok_phase && ACC != 0u) { acc_fetch(acc_at(1u, 1u - p_slot), li); }
     var ss = 0.0;
     var xv = vec4<f32>(0.0);
-    for (var i = i0; i < D / 4u; i += WG) {
+    for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) {
+        let i = i0 + k_ * WG;
+        if (i >= D / 4u) { break; }
         var r = vec4<f32>(0.0);
         if (tok_phase) {
             r = vec4<f32>(embed_at(token, 4u * i), embed_at(token, 4u * i + 1u), embed_at(token, 4u * i + 2u),
@@ -849,12 +870,14 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
         if (!skip(2u)) { long_matvec(li, n_qkv, rows, HEAD_DIM, pq0, pq1, lw); }
         workgroupBarrier();
         let q_scale = norm_scale(q_part, lane, nsg, sgs);
-        for (var r = li; r < 3u * HEAD_DIM; r += WG) { vec_a[r] = row_sum(r, D / 64u) * q_scale; }
+        for (var k_ = 0u; k_ < (3u * HEAD_DIM + WG - 1u) / WG; k_++) { let r = li + k_ * WG; if (r >= 3u * HEAD_DIM) { break; } vec_a[r] = row_sum(r, D / 64u) * q_scale; }
         workgroupBarrier();
 
         // RoPE (NORM mode: adjacent pairs) on q_h and k_g, in place.
         let half = HEAD_DIM / 2u;
-        for (var p = li; p < 2u * half; p += WG) {
+        for (var k_ = 0u; k_ < NO_END; k_++) {
+            let p = li + k_ * WG;
+            if (p >= 2u * half) { break; }
             let i = p % half;
             let j = (p / half) * HEAD_DIM + 2u * i;
             if (2u * i < ROPE_DIM) {
@@ -866,11 +889,15 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
             }
         }
         workgroupBarrier();
-        for (var j = li; j < qd; j += WG) {
+        for (var k_ = 0u; k_ < NO_END; k_++) {
+            let j = li + k_ * WG;
+            if (j >= qd) { break; }
             q4[j] = vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]);
         }
         if (h % (HEADS / KV_HEADS) == 0u && part == 0u && pos < ctx) {
-            for (var j = li; j < 2u * qd; j += WG) {
+            for (var k_ = 0u; k_ < NO_END; k_++) {
+                let j = li + k_ * WG;
+                if (j >= 2u * qd) { break; }
                 let k = HEAD_DIM + 4u * j;
                 let v4 = vec4<f32>(vec_a[k], vec_a[k + 1u], vec_a[k + 2u], vec_a[k + 3u]);
                 if (j < qd) { kc[cache0 + pos * kvd4 + j] = v4; } else { vc[cache0 + pos * kvd4 + j - qd] = v4; }
@@ -892,9 +919,9 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     if (!skip(8u)) { short_matvec(li, n_o, om, orw, h * ob, ob, po0, po1, po2, 3u, 32u, ocr); }
     workgroupBarrier();
     if (ACC != 0u) {
-        for (var r = li; r < onr; r += WG) { acc_add(acc_at(0u, p_slot), or0 + r, row_sum(r, ob)); }
+        for (var k_ = 0u; k_ < NO_END; k_++) { let r = li + k_ * WG; if (r >= onr) { break; } acc_add(acc_at(0u, p_slot), or0 + r, row_sum(r, ob)); }
     } else {
-        for (var r = li; r < onr; r += WG) { sc_set(4u * o_pa() + h * D + or0 + r, row_sum(r, ob)); }
+        for (var k_ = 0u; k_ < NO_END; k_++) { let r = li + k_ * WG; if (r >= onr) { break; } sc_set(4u * o_pa() + h * D + or0 + r, row_sum(r, ob)); }
     }
 }
 
@@ -950,23 +977,29 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
     var l_run = 0.0;
     var acc = vec4<f32>(0.0);
     if (skip(4u)) { l_run = 1.0; }
-    for (var c0 = 0u; c0 < select(n, 0u, skip(4u)); c0 += WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let c0 = k_ * WG;
+        if (c0 >= select(n, 0u, skip(4u))) { break; }
         let len = min(WG, n - c0);
         let kmax = (len + lanes - 1u) / lanes;
-        for (var k = 0u; k < kmax; k++) {
+        for (var k = 0u; k < NO_END; k++) {
+            if (k >= kmax) { break; }
             let u = tp + k * lanes;
             let t = c0 + u;
             var kv = vec4<f32>(0.0);
             if (u < len) { kv = kv_at(0u, t, dq, select(KV_PRE, k, c0 == 0u), pos, cache0, kpf, vpf); }
             var d = dot(q4[dq], kv);
-            for (var o = 1u; o < sw; o <<= 1u) { d += subgroupShuffleXor(d, o); }
+            for (var e = 0u; e < 32u; e++) {
+                if ((1u << e) >= sw) { break; }
+                d += subgroupShuffleXor(d, 1u << e);
+            }
             if (u < len && dq % sw == 0u) { prod[u * parts_per + dq / sw] = d; }
         }
         workgroupBarrier();
         var s = -BIG;
         if (li < len) {
             var d = 0.0;
-            for (var j = 0u; j < parts_per; j++) { d += prod[li * parts_per + j]; }
+            for (var j = 0u; j < NO_END; j++) { if (j >= parts_per) { break; } d += prod[li * parts_per + j]; }
             s = d * inv;
         }
         let m_new = max(m_run, wg_max(s, lane, sid, nsg, sgs));
@@ -976,7 +1009,8 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
         let corr = exp(m_run - m_new);
         l_run = l_run * corr + wg_sum(e, lane, sid, nsg, sgs);   // its barriers publish vec_b
         acc *= corr;
-        for (var k = 0u; k < kmax; k++) {
+        for (var k = 0u; k < NO_END; k++) {
+            if (k >= kmax) { break; }
             let u = tp + k * lanes;
             if (u < len) { acc += vec_b[u] * kv_at(1u, c0 + u, dq, select(KV_PRE, k, c0 == 0u), pos, cache0, kpf, vpf); }
         }
@@ -988,7 +1022,10 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
     var slot = tp;
     var writer = true;
     if (sgs >= qd) {
-        for (var o = qd; o < sgs; o <<= 1u) { acc += subgroupShuffleXor(acc, o); }
+        for (var e = 0u; e < 32u; e++) {
+            if ((qd << e) >= sgs) { break; }
+            acc += subgroupShuffleXor(acc, qd << e);
+        }
         parts = nsg;
         slot = sid;
         writer = lane < qd;
@@ -999,7 +1036,7 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
     workgroupBarrier();
     if (li < HEAD_DIM) {
         var o = 0.0;
-        for (var q = 0u; q < parts; q++) { o += prod[q * HEAD_DIM + li]; }
+        for (var q = 0u; q < WG; q++) { if (q >= parts) { break; } o += prod[q * HEAD_DIM + li]; }
         vec_b[vb_at(li)] = o / l_run;
     }
     workgroupBarrier();
@@ -1030,14 +1067,15 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     var m = -BIG;
     var lsum = 0.0;
     let kmax = select((n + slots - 1u) / slots, 0u, skip(4u));   // the same for every slot: uniform shuffles
-    for (var k = 0u; k < kmax; k++) {
+    for (var k = 0u; k < NO_END; k++) {
+        if (k >= kmax) { break; }
         let t = slot + k * slots;
         let ok = t < n;
         var d = 0.0;
         for (var j = 0u; j < SGV_MAX; j++) {
             if (j < sgv && ok) { d += dot(qv[j], kv_at(0u, t, d0 + j * SGL, k * sgv + j, pos, cache0, kpf, vpf)); }
         }
-        for (var o = 1u; o < SGL; o <<= 1u) { d += subgroupShuffleXor(d, o); }
+        for (var e = 0u; e < SGL_LOG; e++) { d += subgroupShuffleXor(d, 1u << e); }
         if (ok) {
             let s = d * inv;
             let m_new = max(m, s);
@@ -1050,7 +1088,9 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
             m = m_new;
         }
     }
-    for (var o = SGL; o < sgs; o <<= 1u) {                   // the slots of this subgroup
+    for (var e = 0u; e < 32u; e++) {                          // the slots of this subgroup
+        let o = SGL << e;
+        if (o >= sgs) { break; }
         let m_o = subgroupShuffleXor(m, o);
         let l_o = subgroupShuffleXor(lsum, o);
         let mm = max(m, m_o);
@@ -1076,10 +1116,11 @@ fn attn_sg(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u
     workgroupBarrier();
     if (li < HEAD_DIM) {
         var mx = -BIG;
-        for (var q = 0u; q < nsg; q++) { mx = max(mx, red[q]); }
+        for (var q = 0u; q < WG; q++) { if (q >= nsg) { break; } mx = max(mx, red[q]); }
         var o = 0.0;
         var lt = 0.0;
-        for (var q = 0u; q < nsg; q++) {
+        for (var q = 0u; q < WG; q++) {
+            if (q >= nsg) { break; }
             let c = exp(red[q] - mx);
             o += prod[q * HEAD_DIM + li] * c;
             lt += bitcast<f32>(redu[q]) * c;
@@ -1203,12 +1244,14 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     block_sums(li, sgs);
     if (!skip(2u)) {
         if (li < n) { prod[li] = long_dot(pre, li); }
-        for (var it = li + WG; it < n; it += WG) { prod[it] = long_dot(load10_in(base + it * 10u, l * L_STRIDE), it); }
+        for (var k_ = 0u; k_ < NO_END; k_++) { let it = li + WG + k_ * WG; if (it >= n) { break; } prod[it] = long_dot(load10_in(base + it * 10u, l * L_STRIDE), it); }
     }
     workgroupBarrier();
     let scale = norm_scale(part, lane, nsg, sgs);
     let kvd = KV_HEADS * HEAD_DIM;
-    for (var j = 2u * li; j < nr; j += 2u * WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let j = 2u * li + k_ * (2u * WG);
+        if (j >= nr) { break; }
         let row = r0 + j;                                    // even; row + 1 is its RoPE partner
         var a = row_sum(j, pairs) * scale;
         var b = row_sum(j + 1u, pairs) * scale;
@@ -1273,7 +1316,9 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     if (ACC == 0u) { gather(li, o_pa(), HEADS); } else { acc_fetch(acc_at(0u, p_slot), li); }
     var ss = 0.0;
     var xv = vec4<f32>(0.0);
-    for (var i = i0; i < D / 4u; i += WG) {
+    for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) {
+        let i = i0 + k_ * WG;
+        if (i >= D / 4u) { break; }
         var r = vec4<f32>(0.0);
         if (ACC != 0u) {
             r = acc_r4(acc_at(0u, p_slot), i);
@@ -1294,7 +1339,9 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     if (!skip(16u)) { long_matvec(li, n_gu, rows, FB, pg0, pg1, lw + OFF_GATE); }
     workgroupBarrier();
     let scale = norm_scale(part, lane, nsg, sgs);
-    for (var i = li; i < FB; i += WG) {                     // gate row i and up row i: one barrier less
+    for (var k_ = 0u; k_ < (FB + WG - 1u) / WG; k_++) {                     // gate row i and up row i: one barrier less
+        let i = li + k_ * WG;
+        if (i >= FB) { break; }
         let gt = row_sum(i, D / 64u) * scale;
         vec_b[vb_at(i)] = gt / (1.0 + exp(-gt)) * (row_sum(FB + i, D / 64u) * scale);
     }
@@ -1304,9 +1351,9 @@ fn ffn(l: u32, f: u32, pos: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u3
     if (!skip(32u)) { short_matvec(li, n_d, lw + OFF_DOWN, drw, fb0, db, pd0, pd1, pd1, 2u, j0, dcr); }
     workgroupBarrier();
     if (ACC != 0u) {
-        for (var r = li; r < D; r += WG) { acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }
+        for (var k_ = 0u; k_ < (D + WG - 1u) / WG; k_++) { let r = li + k_ * WG; if (r >= D) { break; } acc_add(acc_at(1u, p_slot), r, row_sum(r, db)); }
     } else {
-        for (var r = li; r < D; r += WG) { sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
+        for (var k_ = 0u; k_ < (D + WG - 1u) / WG; k_++) { let r = li + k_ * WG; if (r >= D) { break; } sc_set(4u * o_pf() + f * D + r, row_sum(r, db)); }
     }
 }
 
@@ -1334,10 +1381,10 @@ fn step(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             let p = cur_pos(li, pos, N_LAYERS - 1u);
             if (!skip(512u)) {
                 if (ACC != 0u) {
-                    for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = acc_get4(acc_at(1u, p_slot), i); }
+                    for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) { let i = li + k_ * WG; if (i >= D / 4u) { break; } sc[o_xf() + i] = acc_get4(acc_at(1u, p_slot), i); }
                 } else {
                     gather(li, o_pf(), NWG);
-                    for (var i = li; i < D / 4u; i += WG) { sc[o_xf() + i] = sc[o_xm() + i] + partials(i, NWG); }
+                    for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) { let i = li + k_ * WG; if (i >= D / 4u) { break; } sc[o_xf() + i] = sc[o_xm() + i] + partials(i, NWG); }
                 }
             }
             if (GRID != 0u && li == 0u) { st.pos = p + 1u; }  // no other workgroup of FINAL reads it
@@ -1389,7 +1436,8 @@ fn persist(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     let steps = (2u + min(SPLIT, 1u)) * N_LAYERS;
     if (PERSIST >= 2u) { step_load(0u, wg.x, pos, ctx, li, lane, sid, sgs); }
     var pre: array<u32, 18>;                                 // PERSIST ≥ 2: the head's first item
-    for (var ph = 0u; ph < steps; ph++) {
+    for (var ph = 0u; ph < NO_END; ph++) {
+        if (ph >= steps) { break; }
         layer_step(ph, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
         if (PERSIST >= 2u) {
             if (ph + 1u < steps) {
@@ -1403,7 +1451,9 @@ fn persist(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     }
     if (grid.x > NWG) {
         let part = head_in(acc_at(1u, (pos * N_LAYERS + N_LAYERS - 1u) % 2u), li, lane, sid, nsg, sgs);
-        for (var g = wg.x; g < HEAD_GROUPS; g += NWG) {
+        for (var k_ = 0u; k_ < (HEAD_GROUPS + NWG - 1u) / NWG; k_++) {
+            let g = wg.x + k_ * NWG;
+            if (g >= HEAD_GROUPS) { break; }
             head_group(g, part, pre, PERSIST >= 2u && g == wg.x, li, lane, sid, nsg, sgs);
         }
     }
@@ -1433,7 +1483,9 @@ fn head_in(rf: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
     let nw0 = nw[NOFF_OUT / 4u + min(li, D / 4u - 1u)];
     if (from_acc) { acc_fetch(rf, li); }
     var ss = 0.0;
-    for (var i = li; i < D / 4u; i += WG) {
+    for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= D / 4u) { break; }
         var r: vec4<f32>;
         if (from_acc) { r = acc_r4(rf, i); } else { r = sc[o_xf() + i]; }
         ss += dot(r, r);
@@ -1458,7 +1510,9 @@ fn head_group(g: u32, part: f32, pre: array<u32, 18>, use_pre: bool, li: u32, la
     let row0 = g * HEAD_ROWS;
     let pairs = D / 64u;
     let n_it = HEAD_ROWS * pairs;
-    for (var it = li; it < n_it; it += WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let it = li + k_ * WG;
+        if (it >= n_it) { break; }
         if (use_pre && it == li) {
             prod[it] = q80_dot(pre, it % pairs);
         } else {
@@ -1469,7 +1523,9 @@ fn head_group(g: u32, part: f32, pre: array<u32, 18>, use_pre: bool, li: u32, la
     let scale = norm_scale(part, lane, nsg, sgs);
     var v = -BIG;
     var idx = 0xffffffffu;
-    for (var r = li; r < HEAD_ROWS; r += WG) {              // rows in increasing order: > keeps the lowest
+    for (var k_ = 0u; k_ < (HEAD_ROWS + WG - 1u) / WG; k_++) {              // rows in increasing order: > keeps the lowest
+        let r = li + k_ * WG;
+        if (r >= HEAD_ROWS) { break; }
         let row = row0 + r;
         if (row < VOCAB) {
             let x = row_sum(r, pairs) * scale;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,41 @@ def test_every_kernel_has_header_and_parsable_bindings(name):
     assert bindings and [b.index for b in bindings] == list(range(len(bindings)))
     dynamic = [b for b in bindings if b.kind == "uniform_dynamic"]
     assert len(dynamic) <= 1 and (not dynamic or dynamic[0].index == 0)
+
+
+FINITE_LOOP_KERNELS = ("resident",)
+_FINITE_FOR = re.compile(r"for \(var (\w+) = [^;]+; \1 (?:<|<=) ([^;]+); \1\+\+\)")
+_CONST_BOUND = re.compile(r"(?:\d+u|[A-Z][A-Z0-9_]*|countLeadingZeros|[\s()+\-*/])+")
+
+
+def finite_loop_violations(code: str) -> list:
+    """Loops that Chromium's shader compiler (Tint) cannot prove finite, so that it adds an iteration counter
+    and an exit test to each (the header of wgsl/resident.wgsl): any `loop`/`while`, and any `for` not of the
+    form `for (var k = …; k < C; k++)` with C built from literals and UPPERCASE overrides or constants."""
+    code = "\n".join(line.split("//")[0] for line in code.splitlines())
+    bad = [m.group(0) for m in re.finditer(r"\b(?:loop|while)\b\s*[{(]", code)]
+    for line in code.splitlines():
+        for head in re.findall(r"for \([^{]*\)\s*\{", line):
+            m = _FINITE_FOR.match(head)
+            if not m or not _CONST_BOUND.fullmatch(m.group(2)):
+                bad.append(head)
+    return bad
+
+
+@pytest.mark.parametrize("name", FINITE_LOOP_KERNELS)
+def test_every_loop_has_a_form_the_compiler_proves_finite(name):
+    assert finite_loop_violations(wgsl_source(f"{name}.wgsl")) == []
+
+
+def test_the_finite_loop_check_flags_what_gets_a_counter():
+    """The forms measured to get Tint's counter (results/2026-12-07-loops: a stride, a shift, a bound held in a let,
+    a function parameter) are flagged; the constant-bound forms with an early break are not."""
+    for bad in ("for (var i = li; i < N; i += WG) {", "for (var o = 1u; o < SGL; o <<= 1u) {",
+                "for (var p = 0u; p < per; p++) {", "for (var k = 0u; k < kmax; k++) {", "loop {", "while (x) {"):
+        assert finite_loop_violations(bad), bad
+    for good in ("for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) {", "for (var k = 0u; k < NO_END; k++) {",
+                 "for (var e = 0u; e < SGL_LOG; e++) {", "for (var n = 0u; n <= SPIN; n++) {"):
+        assert finite_loop_violations(good) == [], good
 
 
 def test_parse_bindings_kinds_and_errors():
