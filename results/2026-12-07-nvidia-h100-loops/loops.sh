@@ -16,16 +16,16 @@ go w0 "" "${J[@]}"
 for i in 1 2 3 4; do
   if [ $((i % 2)) = 1 ]; then o=(before after); else o=(after before); fi
   for v in "${o[@]}"; do
-    if [ "$v" = before ]; then use results/pending/loops_before.wgsl; else use "$R/after.wgsl"; fi
+    if [ "$v" = before ]; then use results/2026-12-07-nvidia-h100-loops/before.wgsl; else use "$R/after.wgsl"; fi
     go "${v}_$i" "" "${J[@]}"; pack
   done
 done
 for i in 1 2; do
-  use results/pending/loops_before.wgsl; go "sbefore_$i" "" "${S[@]}"; pack
+  use results/2026-12-07-nvidia-h100-loops/before.wgsl; go "sbefore_$i" "" "${S[@]}"; pack
   use "$R/after.wgsl"; go "safter_$i" "" "${S[@]}"; pack
 done
 declare -A FL; FL[rob]=$(mk disable_robustness)
-use results/pending/loops_before.wgsl; gof rob_before rob "${J[@]}"
+use results/2026-12-07-nvidia-h100-loops/before.wgsl; gof rob_before rob "${J[@]}"
 use "$R/after.wgsl"; gof rob_after rob "${J[@]}"
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "loops.sh: not an H200, no issue-6 runs"; exit 0; }
 bash results/pending/h200.sh
