@@ -157,6 +157,7 @@ const BIG: f32 = 3.4028234e38;
 // breaks at its real end first.  The iterations and their order are as before, and so are the results; the
 // counters are gone.  (results/2026-12-07-loops: 41 of the step entry's 75 loops had one.)
 const NO_END: u32 = 0xffffffffu;
+override IT_MAX: u32 = (PROD + WG - 1u) / WG;              // a matvec's items per invocation at most (each is a prod slot)
 override SGL_LOG: u32 = 32u - countLeadingZeros(SGL - 1u);  // ceil(log2(SGL)): SGA's shuffle rounds per position
 
 var<workgroup> xs: array<vec4<f32>, D / 4u + D / 64u>;   // r ∘ norm weight (unnormalized), padded: see xs_at
@@ -248,7 +249,7 @@ fn wg_sum(v: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
     if (lane == 0u) { red[sid] = s; }
     workgroupBarrier();
     var t = 0.0;
-    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t += red[i]; }
+    for (var k_ = 0u; k_ < WG / 4u; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t += red[i]; }
     let r = subgroupAdd(t);
     workgroupBarrier();                                     // red is rewritten by the next reduction
     return r;
@@ -259,7 +260,7 @@ fn wg_max(v: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
     if (lane == 0u) { red[sid] = s; }
     workgroupBarrier();
     var t = -BIG;
-    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t = max(t, red[i]); }
+    for (var k_ = 0u; k_ < WG / 4u; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t = max(t, red[i]); }
     let r = subgroupMax(t);
     workgroupBarrier();
     return r;
@@ -270,7 +271,7 @@ fn wg_min_u(v: u32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> u32 {
     if (lane == 0u) { redu[sid] = s; }
     workgroupBarrier();
     var t = 0xffffffffu;
-    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t = min(t, redu[i]); }
+    for (var k_ = 0u; k_ < WG / 4u; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t = min(t, redu[i]); }
     let r = subgroupMin(t);
     workgroupBarrier();
     return r;
@@ -337,7 +338,7 @@ fn norm_end(ss: f32, lane: u32, sid: u32, nsg: u32, sgs: u32) -> f32 {
 fn norm_scale(scale: f32, lane: u32, nsg: u32, sgs: u32) -> f32 {
     if (!dn_on(1u)) { return scale; }
     var t = 0.0;
-    for (var k_ = 0u; k_ < NO_END; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t += red_n[i]; }
+    for (var k_ = 0u; k_ < WG / 4u; k_++) { let i = lane + k_ * sgs; if (i >= nsg) { break; } t += red_n[i]; }
     return 1.0 / sqrt(subgroupAdd(t) / f32(D) + EPS);
 }
 
@@ -456,7 +457,7 @@ fn load10_in(a: u32, mat: u32) -> array<u32, 10> {
 fn long_matvec(li: u32, n: u32, rows: array<u32, 3>, seg: u32, pre0: array<u32, 10>, pre1: array<u32, 10>, mat: u32) {
     if (li < n) { prod[li] = long_dot(pre0, li); }
     if (li + WG < n) { prod[li + WG] = long_dot(pre1, li + WG); }
-    for (var k_ = 0u; k_ < NO_END; k_++) { let it = li + 2u * WG + k_ * WG; if (it >= n) { break; } prod[it] = long_dot(load10_in(long_base(it, rows, seg), mat), it); }
+    for (var k_ = 2u; k_ < IT_MAX; k_++) { let it = li + k_ * WG; if (it >= n) { break; } prod[it] = long_dot(load10_in(long_base(it, rows, seg), mat), it); }
 }
 
 // The short matvec into prod (one value per item); items li, li + WG (and li + 2·WG when npre = 3) prefetched;
@@ -466,7 +467,7 @@ fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: arra
     if (li < n) { prod[li] = q41_item(pre0, li % nb, j0); }
     if (li + WG < n) { prod[li + WG] = q41_item(pre1, (li + WG) % nb, j0); }
     if (npre > 2u && li + 2u * WG < n) { prod[li + 2u * WG] = q41_item(pre2, (li + 2u * WG) % nb, j0); }
-    for (var k_ = 0u; k_ < NO_END; k_++) {
+    for (var k_ = 0u; k_ < IT_MAX; k_++) {
         let it = li + npre * WG + k_ * WG;
         if (it >= n) { break; }
         prod[it] = q41_item(load5(short_addr(it, mat, rw, b0, nb, cmr)), it % nb, j0);
@@ -475,7 +476,7 @@ fn short_matvec(li: u32, n: u32, mat: u32, rw: u32, b0: u32, nb: u32, pre0: arra
 
 fn row_sum(r: u32, per: u32) -> f32 {
     var s = 0.0;
-    for (var p = 0u; p < NO_END; p++) { if (p >= per) { break; } s += prod[r * per + p]; }
+    for (var p = 0u; p < PROD; p++) { if (p >= per) { break; } s += prod[r * per + p]; }
     return s;
 }
 
@@ -493,13 +494,13 @@ fn gather(li: u32, pb: u32, np: u32) {
     let d4 = D / 4u;
     let ng = psum_groups(np);
     let per = (np + ng - 1u) / ng;
-    for (var k_ = 0u; k_ < NO_END; k_++) {                // one pass unless WG < D/4
+    for (var k_ = 0u; k_ < (max(WG, D / 4u) + WG - 1u) / WG; k_++) {   // one pass unless WG < D/4
         let e = li + k_ * WG;
         if (e >= ng * d4) { break; }
         let c = e % d4;
         let g = e / d4;
         var t = vec4<f32>(0.0);
-        for (var k = 0u; k < NO_END; k++) {
+        for (var k = 0u; k < max(NWG, HEADS); k++) {
             if (k >= per) { break; }
             let f = g + k * ng;
             if (f < np) { t += sc[pb + f * d4 + c]; }
@@ -512,7 +513,7 @@ fn gather(li: u32, pb: u32, np: u32) {
 fn partials(i: u32, np: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     if (skip(1u)) { return r; }
-    for (var g = 0u; g < NO_END; g++) {
+    for (var g = 0u; g < max(1u, WG / (D / 4u)); g++) {
         if (g >= psum_groups(np)) { break; }
         let k = 4u * (g * (D / 4u) + i);
         r += vec4<f32>(prod[k], prod[k + 1u], prod[k + 2u], prod[k + 3u]);
@@ -875,7 +876,7 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
 
         // RoPE (NORM mode: adjacent pairs) on q_h and k_g, in place.
         let half = HEAD_DIM / 2u;
-        for (var k_ = 0u; k_ < NO_END; k_++) {
+        for (var k_ = 0u; k_ < (HEAD_DIM + WG - 1u) / WG; k_++) {
             let p = li + k_ * WG;
             if (p >= 2u * half) { break; }
             let i = p % half;
@@ -889,13 +890,13 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
             }
         }
         workgroupBarrier();
-        for (var k_ = 0u; k_ < NO_END; k_++) {
+        for (var k_ = 0u; k_ < (HEAD_DIM / 4u + WG - 1u) / WG; k_++) {
             let j = li + k_ * WG;
             if (j >= qd) { break; }
             q4[j] = vec4<f32>(vec_a[4u * j], vec_a[4u * j + 1u], vec_a[4u * j + 2u], vec_a[4u * j + 3u]);
         }
         if (h % (HEADS / KV_HEADS) == 0u && part == 0u && pos < ctx) {
-            for (var k_ = 0u; k_ < NO_END; k_++) {
+            for (var k_ = 0u; k_ < (HEAD_DIM / 2u + WG - 1u) / WG; k_++) {
                 let j = li + k_ * WG;
                 if (j >= 2u * qd) { break; }
                 let k = HEAD_DIM + 4u * j;
@@ -919,9 +920,9 @@ fn attn(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg
     if (!skip(8u)) { short_matvec(li, n_o, om, orw, h * ob, ob, po0, po1, po2, 3u, 32u, ocr); }
     workgroupBarrier();
     if (ACC != 0u) {
-        for (var k_ = 0u; k_ < NO_END; k_++) { let r = li + k_ * WG; if (r >= onr) { break; } acc_add(acc_at(0u, p_slot), or0 + r, row_sum(r, ob)); }
+        for (var k_ = 0u; k_ < (D + WG - 1u) / WG; k_++) { let r = li + k_ * WG; if (r >= onr) { break; } acc_add(acc_at(0u, p_slot), or0 + r, row_sum(r, ob)); }
     } else {
-        for (var k_ = 0u; k_ < NO_END; k_++) { let r = li + k_ * WG; if (r >= onr) { break; } sc_set(4u * o_pa() + h * D + or0 + r, row_sum(r, ob)); }
+        for (var k_ = 0u; k_ < (D + WG - 1u) / WG; k_++) { let r = li + k_ * WG; if (r >= onr) { break; } sc_set(4u * o_pa() + h * D + or0 + r, row_sum(r, ob)); }
     }
 }
 
@@ -982,7 +983,7 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
         if (c0 >= select(n, 0u, skip(4u))) { break; }
         let len = min(WG, n - c0);
         let kmax = (len + lanes - 1u) / lanes;
-        for (var k = 0u; k < NO_END; k++) {
+        for (var k = 0u; k < HEAD_DIM / 4u; k++) {
             if (k >= kmax) { break; }
             let u = tp + k * lanes;
             let t = c0 + u;
@@ -999,7 +1000,7 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
         var s = -BIG;
         if (li < len) {
             var d = 0.0;
-            for (var j = 0u; j < NO_END; j++) { if (j >= parts_per) { break; } d += prod[li * parts_per + j]; }
+            for (var j = 0u; j < HEAD_DIM / 4u; j++) { if (j >= parts_per) { break; } d += prod[li * parts_per + j]; }
             s = d * inv;
         }
         let m_new = max(m_run, wg_max(s, lane, sid, nsg, sgs));
@@ -1009,7 +1010,7 @@ fn attn_old(pos: u32, cache0: u32, li: u32, lane: u32, sid: u32, nsg: u32, sgs: 
         let corr = exp(m_run - m_new);
         l_run = l_run * corr + wg_sum(e, lane, sid, nsg, sgs);   // its barriers publish vec_b
         acc *= corr;
-        for (var k = 0u; k < NO_END; k++) {
+        for (var k = 0u; k < HEAD_DIM / 4u; k++) {
             if (k >= kmax) { break; }
             let u = tp + k * lanes;
             if (u < len) { acc += vec_b[u] * kv_at(1u, c0 + u, dq, select(KV_PRE, k, c0 == 0u), pos, cache0, kpf, vpf); }
@@ -1244,12 +1245,12 @@ fn qkv(l: u32, w: u32, pos_in: u32, ctx: u32, li: u32, lane: u32, sid: u32, nsg:
     block_sums(li, sgs);
     if (!skip(2u)) {
         if (li < n) { prod[li] = long_dot(pre, li); }
-        for (var k_ = 0u; k_ < NO_END; k_++) { let it = li + WG + k_ * WG; if (it >= n) { break; } prod[it] = long_dot(load10_in(base + it * 10u, l * L_STRIDE), it); }
+        for (var k_ = 1u; k_ < IT_MAX; k_++) { let it = li + k_ * WG; if (it >= n) { break; } prod[it] = long_dot(load10_in(base + it * 10u, l * L_STRIDE), it); }
     }
     workgroupBarrier();
     let scale = norm_scale(part, lane, nsg, sgs);
     let kvd = KV_HEADS * HEAD_DIM;
-    for (var k_ = 0u; k_ < NO_END; k_++) {
+    for (var k_ = 0u; k_ < IT_MAX; k_++) {
         let j = 2u * li + k_ * (2u * WG);
         if (j >= nr) { break; }
         let row = r0 + j;                                    // even; row + 1 is its RoPE partner
@@ -1436,8 +1437,7 @@ fn persist(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     let steps = (2u + min(SPLIT, 1u)) * N_LAYERS;
     if (PERSIST >= 2u) { step_load(0u, wg.x, pos, ctx, li, lane, sid, sgs); }
     var pre: array<u32, 18>;                                 // PERSIST ≥ 2: the head's first item
-    for (var ph = 0u; ph < NO_END; ph++) {
-        if (ph >= steps) { break; }
+    for (var ph = 0u; ph < (2u + min(SPLIT, 1u)) * N_LAYERS; ph++) {
         layer_step(ph, wg.x, pos, ctx, li, lane, sid, nsg, sgs);
         if (PERSIST >= 2u) {
             if (ph + 1u < steps) {
@@ -1510,7 +1510,7 @@ fn head_group(g: u32, part: f32, pre: array<u32, 18>, use_pre: bool, li: u32, la
     let row0 = g * HEAD_ROWS;
     let pairs = D / 64u;
     let n_it = HEAD_ROWS * pairs;
-    for (var k_ = 0u; k_ < NO_END; k_++) {
+    for (var k_ = 0u; k_ < (HEAD_ROWS * (D / 64u) + WG - 1u) / WG; k_++) {
         let it = li + k_ * WG;
         if (it >= n_it) { break; }
         if (use_pre && it == li) {
