@@ -155,7 +155,7 @@ const BIG: f32 = 3.4028234e38;
 // the form `for (var k = …; k < C; k++)` with C a constant (an override expression counts).  So every loop here
 // has that form: C is the most iterations the loop can take, or NO_END where no constant bounds it, and the loop
 // breaks at its real end first.  The iterations and their order are as before, and so are the results; the
-// counters are gone.  (results/2026-12-07-loops: 41 of the step entry's 75 loops had one.)
+// counters are gone.  (results/2026-12-07-nvidia-h100-loops: 41 of the step entry's 75 loops had one.)
 const NO_END: u32 = 0xffffffffu;
 override IT_MAX: u32 = (PROD + WG - 1u) / WG;              // a matvec's items per invocation at most (each is a prod slot)
 override SGL_LOG: u32 = 32u - countLeadingZeros(SGL - 1u);  // ceil(log2(SGL)): SGA's shuffle rounds per position

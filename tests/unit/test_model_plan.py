@@ -78,8 +78,8 @@ def test_every_loop_has_a_form_the_compiler_proves_finite(name):
 
 
 def test_the_finite_loop_check_flags_what_gets_a_counter():
-    """The forms measured to get Tint's counter (results/2026-12-07-loops: a stride, a shift, a bound held in a let,
-    a function parameter) are flagged; the constant-bound forms with an early break are not."""
+    """The forms measured to get Tint's counter (results/2026-12-07-nvidia-h100-loops: a stride, a shift, a bound
+    held in a let, a function parameter) are flagged; the constant-bound forms with an early break are not."""
     for bad in ("for (var i = li; i < N; i += WG) {", "for (var o = 1u; o < SGL; o <<= 1u) {",
                 "for (var p = 0u; p < per; p++) {", "for (var k = 0u; k < kmax; k++) {", "loop {", "while (x) {"):
         assert finite_loop_violations(bad), bad
