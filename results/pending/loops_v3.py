@@ -1,4 +1,4 @@
-"""Makes loops_v3.wgsl from v2 (run from this folder): python3 loops_v3.py ../../wgsl/resident.wgsl loops_v3.wgsl
+"""v3 from v2, as loops3.sh makes it on the device: python3 results/pending/loops_v3.py wgsl/resident.wgsl OUT.wgsl
 
 In every constant-bounded loop whose bound is a ceiling division by WG (or IT_MAX), and whose body has no barrier
 and no `continue`, the early `if (X >= Y) { break; }` at the body's top level becomes a guard around the rest of the
@@ -7,7 +7,7 @@ taken onward, and the loop does the same work; only its trip count becomes a con
 import re, sys
 src = open(sys.argv[1]).read()
 out, pos, n = [], 0, 0
-hdr = re.compile(r"for \(var (k_) = \d+u; k_ < ([^;]*(?:IT_MAX|WG - 1u\) / WG)[^;]*); k_\+\+\) \{")
+hdr = re.compile(r"for \(var k_ = \d+u; k_ < ([^;]*(?:IT_MAX|WG - 1u\) / WG)[^;]*); k_\+\+\) \{")
 brk = re.compile(r"if \(([^;{}]+?) >= ([^;{}]+?)\) \{ break; \}")
 while True:
     m = hdr.search(src, pos)
