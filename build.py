@@ -17,6 +17,7 @@ import http.server
 import ipaddress
 import json
 import os
+import platform
 import queue
 import shutil
 import signal
@@ -455,6 +456,34 @@ def wait_for_results(sink: queue.Queue, timeout: float, proc=None) -> tuple[dict
 DEFAULT_TIMEOUT = {"dispatch": 900, "llm": 1200, "amortize": 2400, "compare": 2400, "all": 5400}
 
 
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The host CPU's model name (Linux's /proc/cpuinfo, else what `platform` knows), or "unknown"."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            cpuinfo = ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+            return " ".join(value.split())
+    return platform.processor() or "unknown"
+
+
+def load_average() -> float | str:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return "unsupported here"
+
+
+def host_facts(load_at_start) -> dict:
+    """What the page cannot see: the CPU the browser ran on and how busy the host was. CPU-bound rows (the
+    sequential and naive modes, op_by_op, token_encoder) move with these; the GPU-bound ones hardly do."""
+    return {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "os": f"{platform.system()} {platform.release()}",
+            "load_1min_at_start": load_at_start, "load_1min_at_end": load_average()}
+
+
 def bench(args) -> int:
     sys.path.insert(0, str(ROOT))
     from app import report  # pure module: schema + text tables
@@ -478,6 +507,7 @@ def bench(args) -> int:
     say(f"bench: suite={args.suite} browser={browser} driver={'playwright' if use_pw else 'direct launch'}")
     say(f"  page: {url}")
     flags = chromium_flags(args.browser_flags or "")
+    load_at_start = load_average()
     try:
         with launched_browser(browser, flags, url, use_pw) as handle:
             results, last = wait_for_results(sink, timeout, handle)
@@ -486,6 +516,7 @@ def bench(args) -> int:
     if isinstance(results, dict) and isinstance(results.get("env"), dict):   # what the page cannot know
         results["env"]["launch"] = {"browser": browser, "flags": flags,
                                     "via": "playwright" if use_pw else "direct launch"}
+        results["env"]["host"] = host_facts(load_at_start)
     if results is None:
         where = f" Last progress: {last.get('message')}" if last else " The page sent no progress at all."
         say(f"bench: no results within {timeout:.0f} s.{where}")

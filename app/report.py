@@ -103,6 +103,11 @@ def format_env(env: dict) -> str:
         dawn = [f for f in launch.get("flags", []) if str(f).startswith("--enable-dawn-features=")]
         bits.append(f"launched by bench ({launch.get('via')}): {launch.get('browser')}"
                     + (f", {' '.join(dawn)}" if dawn else ""))
+    host = env.get("host")
+    if host:
+        bits.append(f"host (seen by bench): {host.get('cpu')}, {host.get('logical_cpus')} logical CPUs, {host.get('os')};"
+                    f" 1-minute load average {host.get('load_1min_at_start')} at the start,"
+                    f" {host.get('load_1min_at_end')} at the end")
     return "\n".join(bits)
 
 

@@ -28,6 +28,8 @@ def test_direct_launch_dispatch_quick(site, tmp_path):
     launch = doc["env"]["launch"]                          # recorded by bench: the page cannot see its flags
     assert launch["via"] == "direct launch" and launch["browser"] == chromium_path()
     assert "--enable-unsafe-webgpu" in launch["flags"]
+    host = doc["env"]["host"]                              # the host's CPU, which the CPU-bound rows depend on
+    assert host["cpu"] and host["logical_cpus"] >= 1 and "host (seen by bench): " in p.stdout
     safety = doc["env"]["safety"]                          # probed on the adapter (SwiftShader keeps both checks)
     assert safety["status"] == "measured" and safety["safe"], safety
     assert safety["workgroup_memory_before_write"] == "all zero"

@@ -27,5 +27,10 @@ def test_env_lines_show_the_probe_and_the_launch():
     text = format_env(env)
     assert "out-of-bounds read clamped to the binding" in text and "before a write all zero" in text
     assert "launched by bench (direct launch): /b/chromium, --enable-dawn-features=disable_robustness" in text
+    assert "host" not in text                               # older results have no host block
+    env["host"] = {"cpu": "Intel(R) Xeon(R) Platinum 8480+", "logical_cpus": 16, "os": "Linux 6.8",
+                   "load_1min_at_start": 0.4, "load_1min_at_end": 2.5}
+    assert ("host (seen by bench): Intel(R) Xeon(R) Platinum 8480+, 16 logical CPUs, Linux 6.8; 1-minute load "
+            "average 0.4 at the start, 2.5 at the end") in format_env(env)
     failed = format_env({"safety": {"status": "the probe failed: boom"}})
     assert "safety checks (probed): the probe failed: boom" in failed

@@ -183,3 +183,19 @@ def test_the_reference_results_are_valid_and_the_panel_asks_for_them():
         doc = report.parse((build.ROOT / repo_path).read_text(), repo_path)
         assert doc["dispatch"]["rows"] and doc["env"]["adapter"]["isFallbackAdapter"] is False
         assert f'"{site_path}"' in panel
+
+
+def test_cpu_model_reads_the_first_model_name_and_falls_back():
+    info = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R)  Xeon(R) CPU @ 2.20GHz\n\n" \
+           "processor\t: 1\nmodel name\t: other\n"
+    assert build.cpu_model(info) == "Intel(R) Xeon(R) CPU @ 2.20GHz"
+    assert build.cpu_model("processor : 0\nModel : Raspberry Pi 4 Model B\n") == "Raspberry Pi 4 Model B"
+    assert build.cpu_model("processor : 0\n") == (build.platform.processor() or "unknown")
+
+
+def test_host_facts_name_the_cpu_and_the_load_at_both_ends():
+    facts = build.host_facts(0.25)
+    assert facts["load_1min_at_start"] == 0.25 and facts["logical_cpus"] == build.os.cpu_count()
+    end = facts["load_1min_at_end"]
+    assert end == "unsupported here" or (isinstance(end, float) and end >= 0)
+    assert facts["cpu"] and facts["os"].startswith(build.platform.system())
