@@ -1,4 +1,4 @@
-"""v3 from v2, as loops3.sh makes it on the device: python3 results/pending/loops_v3.py wgsl/resident.wgsl OUT.wgsl
+"""v3 from v2, as loops3.sh makes it on the device: python3 results/2026-12-07-nvidia-h100-loops3/loops_v3.py wgsl/resident.wgsl OUT.wgsl
 
 In every constant-bounded loop whose bound is a ceiling division by WG (or IT_MAX), and whose body has no barrier
 and no `continue`, the early `if (X >= Y) { break; }` at the body's top level becomes a guard around the rest of the

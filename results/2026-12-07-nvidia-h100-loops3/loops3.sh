@@ -10,7 +10,7 @@ bash results/pending/h200.sh                                          # runs not
 source results/2026-12-05-nvidia-h200-dn/common.sh
 source results/2026-12-07-nvidia-h100-safety/flags.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
-cp wgsl/resident.wgsl "$R/v2.wgsl"; python3 results/pending/loops_v3.py wgsl/resident.wgsl "$R/v3.wgsl"
+cp wgsl/resident.wgsl "$R/v2.wgsl"; python3 results/2026-12-07-nvidia-h100-loops3/loops_v3.py wgsl/resident.wgsl "$R/v3.wgsl"
 use() { case $1 in v2) cp "$R/v2.wgsl" "$DIST/wgsl/resident.wgsl";;
                    v3) cp "$R/v3.wgsl" "$DIST/wgsl/resident.wgsl";; esac; }
 J=(--param plans=resident --param drivers=js)
