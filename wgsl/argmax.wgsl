@@ -11,6 +11,8 @@
 //   3  storage, read_write       array<u32>         tokens  (slot → token id)
 // Dispatch: stage1 (PARTS, 1, 1); stage2 (1, 1, 1).
 // Overrides: N, PARTS, WG (power of two).
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 
 struct Step {
     pos: u32,
@@ -25,6 +27,7 @@ struct Best {
 override N: u32;
 override PARTS: u32 = 64u;
 override WG: u32 = 64u;
+override WG_LOG: u32 = 32u - countLeadingZeros(WG / 2u);   // rounds of the tree reduction (WG / 2, WG / 4, …, 1)
 
 @group(0) @binding(0) var<uniform> step: Step;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
@@ -43,7 +46,8 @@ fn better(a: Best, b: Best) -> Best {
 fn reduce(li: u32, v: Best) -> Best {
     red[li] = v;
     workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    for (var e = 0u; e < WG_LOG; e++) {
+        let k = (WG / 2u) >> e;
         if (li < k) {
             red[li] = better(red[li], red[li + k]);
         }
@@ -57,7 +61,9 @@ fn stage1(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wg: v
     let chunk = (N + PARTS - 1u) / PARTS;
     let end = min(N, (wg.x + 1u) * chunk);
     var b = Best(-0x1.fffffep+127f, N);
-    for (var i = wg.x * chunk + li; i < end; i += WG) {
+    for (var k_ = 0u; k_ < ((N + PARTS - 1u) / PARTS + WG - 1u) / WG; k_++) {   // chunk / WG rounded up
+        let i = wg.x * chunk + li + k_ * WG;
+        if (i >= end) { break; }
         b = better(Best(logits[i], i), b);
     }
     let r = reduce(li, b);
@@ -69,7 +75,9 @@ fn stage1(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wg: v
 @compute @workgroup_size(WG)
 fn stage2(@builtin(local_invocation_index) li: u32) {
     var b = Best(-0x1.fffffep+127f, N);
-    for (var i = li; i < PARTS; i += WG) {
+    for (var k_ = 0u; k_ < (PARTS + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= PARTS) { break; }
         b = better(parts[i], b);
     }
     let r = reduce(li, b);

@@ -12,6 +12,9 @@
 //   5  storage, read_write       array<f32>  out   HEADS·HEAD_DIM
 // Dispatch: (HEADS, 1, 1).
 // Overrides: HEADS, KV_HEADS (divides HEADS), HEAD_DIM (≤ 256), WG (power of two).
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant, or NO_END where no
+// constant bounds it (the context length) and the loop breaks at its real end (why: the header of
+// resident.wgsl); the iterations and their order are as before.
 
 struct Step {
     pos: u32,
@@ -22,6 +25,8 @@ override HEADS: u32;
 override KV_HEADS: u32;
 override HEAD_DIM: u32;
 override WG: u32 = 64u;
+override WG_LOG: u32 = 32u - countLeadingZeros(WG / 2u);   // rounds of the tree reduction (WG / 2, WG / 4, …, 1)
+const NO_END: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> step: Step;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
@@ -37,7 +42,8 @@ var<workgroup> red: array<f32, WG>;
 fn reduce(li: u32, v: f32, is_max: bool) -> f32 {
     red[li] = v;
     workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    for (var e = 0u; e < WG_LOG; e++) {
+        let k = (WG / 2u) >> e;
         if (li < k) {
             red[li] = select(red[li] + red[li + k], max(red[li], red[li + k]), is_max);
         }
@@ -56,13 +62,17 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wg: vec
     let n = step.pos + 1u;
     let base = h * (arrayLength(&att) / HEADS);
     let scale = 1.0 / sqrt(f32(HEAD_DIM));
-    for (var d = li; d < HEAD_DIM; d += WG) {
+    for (var k_ = 0u; k_ < (HEAD_DIM + WG - 1u) / WG; k_++) {
+        let d = li + k_ * WG;
+        if (d >= HEAD_DIM) { break; }
         qs[d] = q[h * HEAD_DIM + d];
     }
     workgroupBarrier();
 
     var m = -0x1.fffffep+127f;
-    for (var t = li; t < n; t += WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let t = li + k_ * WG;
+        if (t >= n) { break; }
         var s = 0.0;
         for (var d = 0u; d < HEAD_DIM; d++) {
             s += qs[d] * kc[t * row + kv + d];
@@ -74,7 +84,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wg: vec
     m = reduce(li, m, true);
 
     var sum = 0.0;
-    for (var t = li; t < n; t += WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let t = li + k_ * WG;
+        if (t >= n) { break; }
         let e = exp(att[base + t] - m);
         att[base + t] = e;
         sum += e;
@@ -82,9 +94,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wg: vec
     sum = reduce(li, sum, false);
     storageBarrier();  // every invocation's att[] writes are visible below
 
-    for (var d = li; d < HEAD_DIM; d += WG) {
+    for (var k_ = 0u; k_ < (HEAD_DIM + WG - 1u) / WG; k_++) {
+        let d = li + k_ * WG;
+        if (d >= HEAD_DIM) { break; }
         var acc = 0.0;
-        for (var t = 0u; t < n; t++) {
+        for (var t = 0u; t < NO_END; t++) {
+            if (t >= n) { break; }
             acc += att[base + t] * vc[t * row + kv + d];
         }
         out[h * HEAD_DIM + d] = acc / sum;

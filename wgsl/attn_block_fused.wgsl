@@ -28,6 +28,9 @@
 // Dispatch: (HEADS, 1, 1).
 // Overrides: D (multiple of 32), HEADS, KV_HEADS, HEAD_DIM (multiple of 4), ROPE_DIM, EPS, TPR, QPI, WG,
 //   PACC = max(WG, HEAD_DIM) (size of the attention·V partial sums).
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant, or NO_END where no
+// constant bounds it (the context length) and the loop breaks at its real end (why: the header of
+// resident.wgsl); the iterations and their order are as before.
 enable subgroups;
 
 struct Step {
@@ -45,6 +48,8 @@ override TPR: u32 = 1u;
 override QPI: u32 = 4u;
 override WG: u32 = 64u;
 override PACC: u32 = 64u;
+override TPR_LOG: u32 = 32u - countLeadingZeros(TPR / 2u);  // rounds of the row butterfly (TPR / 2, TPR / 4, …, 1)
+const NO_END: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> step: Step;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -68,7 +73,9 @@ fn row_part(row: u32, part: u32) -> f32 {
     let nb = D / 32u;
     let per = 4u / QPI;
     var acc = 0.0;
-    for (var it = part; it < nb * per; it += TPR) {
+    for (var k_ = 0u; k_ < ((D / 32u) * (4u / QPI) + TPR - 1u) / TPR; k_++) {   // part < TPR
+        let it = part + k_ * TPR;
+        if (it >= nb * per) { break; }
         let b = it / per;
         let base = (row * nb + b) * 5u;
         let q0 = (it % per) * QPI;
@@ -97,7 +104,8 @@ fn wg_reduce(v: f32, is_max: bool, sid: u32, lane: u32, nsg: u32) -> f32 {
     }
     workgroupBarrier();
     var r = red[0];
-    for (var i = 1u; i < nsg; i++) {
+    for (var i = 1u; i < WG; i++) {             // nsg ≤ WG
+        if (i >= nsg) { break; }
         r = select(r + red[i], max(r, red[i]), is_max);
     }
     workgroupBarrier();   // red[] is reused by the next reduction
@@ -115,20 +123,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     // xn = rmsnorm(x) · nw, kept in workgroup memory.
     var ss = 0.0;
-    for (var i = li; i < d4; i += WG) {
+    for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= d4) { break; }
         let v = x[i];
         xs[i] = v;
         ss += dot(v, v);
     }
     let scale = 1.0 / sqrt(wg_reduce(ss, false, sid, lane, nsg) / f32(D) + EPS);
-    for (var i = li; i < d4; i += WG) {
+    for (var k_ = 0u; k_ < (D / 4u + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= d4) { break; }
         xs[i] = (xs[i] * scale) * nw[i];
     }
     workgroupBarrier();
 
     // q_h | k_g | v_g = W · xn: local row r → matrix row (q rows, then k rows, then v rows).
     let slot = sid * sgs + lane;                 // subgroup-major, so a row's TPR lanes share a subgroup
-    for (var r0 = 0u; r0 < 3u * HEAD_DIM; r0 += WG / TPR) {
+    for (var k_ = 0u; k_ < (3u * HEAD_DIM + WG / TPR - 1u) / (WG / TPR); k_++) {   // exact: the same for all
+        let r0 = k_ * (WG / TPR);
         let r = r0 + slot / TPR;
         var acc = 0.0;
         if (r < 3u * HEAD_DIM) {
@@ -137,7 +150,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                                h * HEAD_DIM, part == 0u);
             acc = row_part(first + r % HEAD_DIM, slot % TPR);
         }
-        for (var o = TPR / 2u; o > 0u; o >>= 1u) {
+        for (var e = 0u; e < TPR_LOG; e++) {
+            let o = (TPR / 2u) >> e;
             acc += subgroupShuffleXor(acc, o);
         }
         if (slot % TPR == 0u && r < 3u * HEAD_DIM) {
@@ -148,7 +162,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     // RoPE on q_h (qkv[0..HEAD_DIM)) and k_g (qkv[HEAD_DIM..2·HEAD_DIM)), pair by pair, in place.
     let half = HEAD_DIM / 2u;
-    for (var p = li; p < 2u * half; p += WG) {
+    for (var k_ = 0u; k_ < (2u * (HEAD_DIM / 2u) + WG - 1u) / WG; k_++) {
+        let p = li + k_ * WG;
+        if (p >= 2u * half) { break; }
         let i = p % half;
         let j = (p / half) * HEAD_DIM + 2u * i;
         if (2u * i < ROPE_DIM) {
@@ -164,10 +180,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let rowlen = KV_HEADS * HEAD_DIM;           // floats per cached position
     let kv0 = g * HEAD_DIM;
     if (h % (HEADS / KV_HEADS) == 0u) {
-        for (var dd = li; dd < HEAD_DIM; dd += WG) {
+        for (var k_ = 0u; k_ < (HEAD_DIM + WG - 1u) / WG; k_++) {
+            let dd = li + k_ * WG;
+            if (dd >= HEAD_DIM) { break; }
             vc[pos * rowlen + kv0 + dd] = qkv[2u * HEAD_DIM + dd];
         }
-        for (var j = li; j < HEAD_DIM / 4u; j += WG) {
+        for (var k_ = 0u; k_ < (HEAD_DIM / 4u + WG - 1u) / WG; k_++) {
+            let j = li + k_ * WG;
+            if (j >= HEAD_DIM / 4u) { break; }
             let k = HEAD_DIM + 4u * j;
             kc[(pos * rowlen + kv0) / 4u + j] = vec4<f32>(qkv[k], qkv[k + 1u], qkv[k + 2u], qkv[k + 3u]);
         }
@@ -178,7 +198,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let srow = h * (arrayLength(&att) / HEADS);
     let inv = 1.0 / sqrt(f32(HEAD_DIM));
     var m = -3.4028234e38;
-    for (var t = li; t < n; t += WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let t = li + k_ * WG;
+        if (t >= n) { break; }
         var s = 0.0;
         if (t == pos) {
             for (var dd = 0u; dd < HEAD_DIM; dd++) {
@@ -196,7 +218,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     m = wg_reduce(m, true, sid, lane, nsg);
     var sum = 0.0;
-    for (var t = li; t < n; t += WG) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+        let t = li + k_ * WG;
+        if (t >= n) { break; }
         let e = exp(att[srow + t] - m);
         att[srow + t] = e;
         sum += e;
@@ -206,10 +230,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     // out_h[d] = Σ_t e[t]·V[t, g, d] / sum: `parts` invocations per d split t, summed in a fixed order.
     let parts = max(WG / HEAD_DIM, 1u);
-    for (var idx = li; idx < parts * HEAD_DIM; idx += WG) {
+    for (var k_ = 0u; k_ < (max(WG / HEAD_DIM, 1u) * HEAD_DIM + WG - 1u) / WG; k_++) {
+        let idx = li + k_ * WG;
+        if (idx >= parts * HEAD_DIM) { break; }
         let dd = idx % HEAD_DIM;
         var acc = 0.0;
-        for (var t = idx / HEAD_DIM; t < n; t += parts) {
+        for (var u_ = 0u; u_ < NO_END; u_++) {
+            let t = idx / HEAD_DIM + u_ * parts;
+            if (t >= n) { break; }
             var v = qkv[2u * HEAD_DIM + dd];
             if (t != pos) {
                 v = vc[t * rowlen + kv0 + dd];
@@ -219,9 +247,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         pacc[idx] = acc;
     }
     workgroupBarrier();
-    for (var dd = li; dd < HEAD_DIM; dd += WG) {
+    for (var k_ = 0u; k_ < (HEAD_DIM + WG - 1u) / WG; k_++) {
+        let dd = li + k_ * WG;
+        if (dd >= HEAD_DIM) { break; }
         var o = 0.0;
-        for (var q = 0u; q < parts; q++) {
+        for (var q = 0u; q < max(WG / HEAD_DIM, 1u); q++) {   // parts
             o += pacc[q * HEAD_DIM + dd];
         }
         out[h * HEAD_DIM + dd] = o / sum;

@@ -20,6 +20,8 @@
 // Overrides: D (multiple of 32), FFN, EPS, TPR = invocations per output, WG = workgroup size,
 //   RPT = outputs per invocation group (1..4; x is read once for all of them),
 //   QPI = nibble words per work item (1, 2 or 4): small for many invocations per row, 4 for one.
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 enable subgroups;
 
 override D: u32;
@@ -29,6 +31,7 @@ override TPR: u32 = 1u;
 override QPI: u32 = 4u;
 override RPT: u32 = 1u;
 override WG: u32 = 64u;
+override TPR_LOG: u32 = 32u - countLeadingZeros(TPR / 2u);  // rounds of the butterfly (TPR / 2, TPR / 4, …, 1)
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> nw: array<vec4<f32>>;
@@ -51,7 +54,9 @@ fn rows_part(i0: u32, part: u32) -> GateUp {
     var acc = GateUp(vec4<f32>(0.0), vec4<f32>(0.0));
     var xl: array<vec4<f32>, 4>;
     var xh: array<vec4<f32>, 4>;
-    for (var it = part; it < nb * per; it += TPR) {
+    for (var k_ = 0u; k_ < ((D / 32u) * (4u / QPI) + TPR - 1u) / TPR; k_++) {   // part < TPR
+        let it = part + k_ * TPR;
+        if (it >= nb * per) { break; }
         let b = it / per;
         let q0 = (it % per) * QPI;
         var sx = vec4<f32>(0.0);
@@ -87,7 +92,9 @@ fn rows_part(i0: u32, part: u32) -> GateUp {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(subgroup_invocation_id) lane: u32,
         @builtin(subgroup_size) sgs: u32, @builtin(subgroup_id) sid: u32) {
     var ss = 0.0;
-    for (var i = lane; i < D / 4u; i += sgs) {
+    for (var k_ = 0u; k_ < (D / 4u + 3u) / 4u; k_++) {   // lane < sgs, and subgroups are ≥ 4 wide
+        let i = lane + k_ * sgs;
+        if (i >= D / 4u) { break; }
         ss += dot(x[i], x[i]);
     }
     let scale = 1.0 / sqrt(subgroupAdd(ss) / f32(D) + EPS);
@@ -101,7 +108,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(subgroup_invocation_id) l
         gate = gu.g;
         up = gu.u;
     }
-    for (var o = TPR / 2u; o > 0u; o >>= 1u) {
+    for (var e = 0u; e < TPR_LOG; e++) {
+        let o = (TPR / 2u) >> e;
         gate += subgroupShuffleXor(gate, o);
         up += subgroupShuffleXor(up, o);
     }

@@ -27,6 +27,8 @@
 //   (divides the subgroup size), RPT = rows per group (1..4), QPI = quads per work item (1, 2, 4, 8),
 //   SPW = parts per workgroup = WG / the smallest subgroup size (subgroups that do not exist, when
 //   the subgroups are larger, get a part that never wins).
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 enable subgroups;
 
 struct Best {
@@ -42,6 +44,7 @@ override TPR: u32 = 1u;
 override RPT: u32 = 1u;
 override QPI: u32 = 8u;
 override SPW: u32 = 16u;
+override TPR_LOG: u32 = 32u - countLeadingZeros(TPR / 2u);  // rounds of the butterfly (TPR / 2, TPR / 4, …, 1)
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> nw: array<vec4<f32>>;
@@ -60,7 +63,9 @@ fn rows_part(row0: u32, part: u32) -> vec4<f32> {
     var acc = vec4<f32>(0.0);
     var x0: array<vec4<f32>, 8>;
     var x1: array<vec4<f32>, 8>;
-    for (var it = part; it < np * per; it += TPR) {
+    for (var k_ = 0u; k_ < ((D / 64u) * (8u / QPI) + TPR - 1u) / TPR; k_++) {   // part < TPR
+        let it = part + k_ * TPR;
+        if (it >= np * per) { break; }
         let pr = it / per;
         let i0 = (it % per) * QPI;
         for (var j = 0u; j < QPI; j++) {            // constant trip counts: unrolled
@@ -89,7 +94,9 @@ fn rows_part(row0: u32, part: u32) -> vec4<f32> {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(subgroup_invocation_id) lane: u32,
         @builtin(subgroup_size) sgs: u32, @builtin(subgroup_id) sid: u32, @builtin(num_subgroups) nsg: u32) {
     var ss = 0.0;
-    for (var i = lane; i < D / 4u; i += sgs) {
+    for (var k_ = 0u; k_ < (D / 4u + 3u) / 4u; k_++) {   // lane < sgs, and subgroups are ≥ 4 wide
+        let i = lane + k_ * sgs;
+        if (i >= D / 4u) { break; }
         ss += dot(x[i], x[i]);
     }
     let scale = 1.0 / sqrt(subgroupAdd(ss) / f32(D) + EPS);
@@ -100,7 +107,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(subgroup_invocation_id) l
     if (row0 < ROWS) {
         acc = rows_part(row0, slot % TPR);
     }
-    for (var o = TPR / 2u; o > 0u; o >>= 1u) {
+    for (var e = 0u; e < TPR_LOG; e++) {
+        let o = (TPR / 2u) >> e;
         acc += subgroupShuffleXor(acc, o);
     }
     acc *= scale;
@@ -123,7 +131,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(subgroup_invocation_id) l
     let best = subgroupMin(select(0xffffffffu, idx, v == top));
     if (lane == 0u) {
         parts[wg.x * SPW + sid] = Best(top, min(best, ROWS));
-        for (var s = nsg + sid; s < SPW; s += nsg) {   // parts of subgroups this workgroup does not have
+        for (var k_ = 0u; k_ < SPW; k_++) {          // parts of subgroups this workgroup does not have
+            let s = nsg + sid + k_ * nsg;              // (nsg ≥ 1, so s ≥ SPW by k_ = SPW − 1)
+            if (s >= SPW) { break; }
             parts[wg.x * SPW + s] = Best(-3.4028234e38, ROWS);
         }
     }

@@ -13,6 +13,9 @@
 //   3  read_write  array<f32>                 y: rows (only [row0, row0 + nrows) written)
 // Dispatch: (ceil(nrows / ROWS), 1, 1).  WG / ROWS threads share a row; each thread takes a
 // quarter block (8 weights) at a time, then the row's partial sums are reduced in workgroup memory.
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant, or NO_END where no
+// constant bounds it (the items of a row, from the uniform) and the loop breaks at its real end (why: the
+// header of resident.wgsl); the iterations and their order are as before.
 
 struct Params {
   row0: u32,
@@ -23,6 +26,8 @@ struct Params {
 
 override WG: u32 = 256;    // threads per workgroup (power of two, <= 256)
 override ROWS: u32 = 8;    // rows per workgroup (power of two, divides WG)
+override TPR_LOG: u32 = 32u - countLeadingZeros(WG / ROWS / 2u);  // rounds of the tree reduction (tpr / 2, …, 1)
+const NO_END: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> W: array<u32>;
@@ -48,7 +53,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   var acc = 0.0;
   if (local_row < p.nrows) {
     let items = p.nblocks * 4u;
-    for (var it = lane; it < items; it += tpr) {
+    for (var k_ = 0u; k_ < NO_END; k_++) {
+      let it = lane + k_ * tpr;
+      if (it >= items) { break; }
       let b = it >> 2u;
       let q = it & 3u;
       let base = (row * p.nblocks + b) * 5u;
@@ -59,7 +66,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   }
   partial[li] = acc;
   workgroupBarrier();
-  for (var s = tpr / 2u; s > 0u; s >>= 1u) {
+  for (var e = 0u; e < TPR_LOG; e++) {
+    let s = (tpr / 2u) >> e;
     if (lane < s) {
       partial[li] += partial[li + s];
     }

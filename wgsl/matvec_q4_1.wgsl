@@ -13,11 +13,14 @@
 //   Each row's blocks are split over its TPR threads; partial sums meet in a workgroup tree reduction
 //   (skipped when TPR = 1, the fast choice on CPU adapters where barriers are costly).
 // No uniforms: shapes are pipeline constants.
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 
 override ROWS: u32;
 override COLS: u32;
 override TPR: u32 = 1u;
 override WG: u32 = 64u;
+override TPR_LOG: u32 = 32u - countLeadingZeros(TPR / 2u);  // rounds of the tree reduction (TPR / 2, TPR / 4, …, 1)
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -49,14 +52,17 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wg: vec
     let t = li % TPR;
     var acc = 0.0;
     if (row < ROWS) {
-        for (var b = t; b < nb; b += TPR) {
+        for (var k_ = 0u; k_ < (COLS / 32u + TPR - 1u) / TPR; k_++) {   // t < TPR
+            let b = t + k_ * TPR;
+            if (b >= nb) { break; }
             acc += block_dot((row * nb + b) * 5u, b);
         }
     }
     if (TPR > 1u) {
         partial[li] = acc;
         workgroupBarrier();
-        for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+        for (var e = 0u; e < TPR_LOG; e++) {
+            let s = (TPR / 2u) >> e;
             if (t < s) {
                 partial[li] += partial[li + s];
             }

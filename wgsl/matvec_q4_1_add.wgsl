@@ -18,6 +18,8 @@
 //   the subgroup size).
 //   RPT = rows per invocation group (1..4; x is read once for all of them),
 //   QPI = nibble words per work item (1, 2 or 4): small for many invocations per row, 4 for one.
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 enable subgroups;
 
 override ROWS: u32;
@@ -26,6 +28,7 @@ override TPR: u32 = 1u;
 override QPI: u32 = 4u;
 override RPT: u32 = 1u;
 override WG: u32 = 64u;
+override TPR_LOG: u32 = 32u - countLeadingZeros(TPR / 2u);  // rounds of the butterfly (TPR / 2, TPR / 4, …, 1)
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;
 @group(0) @binding(1) var<storage, read> v: array<vec4<f32>>;
@@ -40,7 +43,9 @@ fn rows_part(row0: u32, part: u32) -> vec4<f32> {
     var acc = vec4<f32>(0.0);
     var xl: array<vec4<f32>, 4>;
     var xh: array<vec4<f32>, 4>;
-    for (var it = part; it < nb * per; it += TPR) {
+    for (var k_ = 0u; k_ < ((COLS / 32u) * (4u / QPI) + TPR - 1u) / TPR; k_++) {   // part < TPR
+        let it = part + k_ * TPR;
+        if (it >= nb * per) { break; }
         let b = it / per;
         let q0 = (it % per) * QPI;
         var sx = vec4<f32>(0.0);
@@ -75,7 +80,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(subgroup_invocation_id) l
     if (row0 < ROWS) {
         acc = rows_part(row0, slot % TPR);
     }
-    for (var o = TPR / 2u; o > 0u; o >>= 1u) {
+    for (var e = 0u; e < TPR_LOG; e++) {
+        let o = (TPR / 2u) >> e;
         acc += subgroupShuffleXor(acc, o);
     }
     if (slot % TPR == 0u) {

@@ -13,6 +13,8 @@
 //   2  storage, read_write  array<f32>        y   ROWS
 // Dispatch: (ceil(ROWS / (8·WG)), 1, 1).
 // Overrides: ROWS, COLS (multiple of 32), WG.  No uniforms.
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 
 override ROWS: u32;
 override COLS: u32;
@@ -45,7 +47,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let rb = min(vec4<u32>(row0) + vec4<u32>(4u, 5u, 6u, 7u), vec4<u32>(ROWS - 1u)) * s;
     var acc_a = vec4<f32>(0.0);
     var acc_b = vec4<f32>(0.0);
-    for (var b = 0u; b < nb; b++) {
+    for (var b = 0u; b < COLS / 32u; b++) {          // nb
         let o = b * 5u;
         var qa = vec4<f32>(0.0);
         var qb = vec4<f32>(0.0);

@@ -14,11 +14,14 @@
 // Dispatch: (ceil(ROWS / (WG / TPR)), 1, 1).
 // Overrides: ROWS, COLS (multiple of 64), TPR = threads per row (power of two, divides WG), WG.
 // No uniforms.
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 
 override ROWS: u32;
 override COLS: u32;
 override TPR: u32 = 1u;
 override WG: u32 = 64u;
+override TPR_LOG: u32 = 32u - countLeadingZeros(TPR / 2u);  // rounds of the tree reduction (TPR / 2, TPR / 4, …, 1)
 
 @group(0) @binding(0) var<storage, read> W: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -54,14 +57,17 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wg: vec
     let t = li % TPR;
     var acc = 0.0;
     if (row < ROWS) {
-        for (var p = t; p < np; p += TPR) {
+        for (var k_ = 0u; k_ < (COLS / 64u + TPR - 1u) / TPR; k_++) {   // t < TPR
+            let p = t + k_ * TPR;
+            if (p >= np) { break; }
             acc += pair_dot((row * np + p) * 17u, p * 16u);
         }
     }
     if (TPR > 1u) {
         partial[li] = acc;
         workgroupBarrier();
-        for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+        for (var e = 0u; e < TPR_LOG; e++) {
+            let s = (TPR / 2u) >> e;
             if (t < s) {
                 partial[li] += partial[li + s];
             }

@@ -6,10 +6,13 @@
 //   2  storage, read_write  array<f32>  y   N
 // Dispatch: (1, 1, 1) — one workgroup; each invocation sums a strided slice, then a tree reduction.
 // Overrides: N, EPS, WG (power of two).
+// Every loop has the form Tint proves finite, `for (var k = …; k < C; k++)` with C constant (why: the header
+// of resident.wgsl); the iterations and their order are as before.
 
 override N: u32;
 override EPS: f32 = 1e-5;
 override WG: u32 = 64u;
+override WG_LOG: u32 = 32u - countLeadingZeros(WG / 2u);   // rounds of the tree reduction (WG / 2, WG / 4, …, 1)
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
@@ -20,19 +23,24 @@ var<workgroup> partial: array<f32, WG>;
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) li: u32) {
     var s = 0.0;
-    for (var i = li; i < N; i += WG) {
+    for (var k_ = 0u; k_ < (N + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= N) { break; }
         s += x[i] * x[i];
     }
     partial[li] = s;
     workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    for (var e = 0u; e < WG_LOG; e++) {
+        let k = (WG / 2u) >> e;
         if (li < k) {
             partial[li] += partial[li + k];
         }
         workgroupBarrier();
     }
     let scale = 1.0 / sqrt(partial[0] / f32(N) + EPS);
-    for (var i = li; i < N; i += WG) {
+    for (var k_ = 0u; k_ < (N + WG - 1u) / WG; k_++) {
+        let i = li + k_ * WG;
+        if (i >= N) { break; }
         y[i] = (x[i] * scale) * w[i];
     }
 }
