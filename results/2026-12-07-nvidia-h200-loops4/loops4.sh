@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device-side command (one call), after ../2026-12-07-nvidia-h100-loops3/: the other kernels' loops in the form Tint
 # proves finite, as wgsl/resident.wgsl's since the twentieth session.  On an H200 the issue-6 rates of h200.sh come
-# first (resident only, which this change does not touch).  Then the kernels before (loops4_before/, the twelve
+# first (resident only, which this change does not touch).  Then the kernels before (before/, the twelve
 # kernels as of commit 09d8f36) against after (the working tree's wgsl/): the four plans that use them (op_by_op,
 # token_pass, fused, gpu_loop), 128 tokens of "Once upon a time", K = 8, JS, three interleaved rounds, one run each
 # with the checks off, and one amortize run each with the isolation experiment (whose matvec is among the twelve).
@@ -12,7 +12,7 @@ source results/2026-12-05-nvidia-h200-dn/common.sh
 source results/2026-12-07-nvidia-h100-safety/flags.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$R/gpu.txt"
 mkdir -p "$R/after"; cp wgsl/*.wgsl "$R/after/"
-use() { case $1 in before) cp results/pending/loops4_before/*.wgsl "$DIST/wgsl/";;
+use() { case $1 in before) cp results/2026-12-07-nvidia-h200-loops4/before/*.wgsl "$DIST/wgsl/";;
                    after) cp "$R"/after/*.wgsl "$DIST/wgsl/";; esac; }
 P=(--param plans=op_by_op,token_pass,fused,gpu_loop --param drivers=js)
 declare -A FL; FL[base]=$GPU_FLAGS; FL[rob]=$(mk disable_robustness)
