@@ -208,9 +208,9 @@ def copy_tree(src: Path, dst: Path, skip_suffixes=(".map",)) -> None:
 
 
 # Reference results shipped with the site, for the dispatch panel's side-by-side table (site path: repo path):
-# the every-suite run of the current code on an NVIDIA H100 (results/2026-12-07-nvidia-h100-suites/README.md).
-REFERENCE = {"reference/nvidia-h100-2026-12-07-dispatch.json":
-             "results/2026-12-07-nvidia-h100-suites/b/res/dispatch.json"}
+# the every-suite run of the current code on an NVIDIA H200 (results/2026-12-07-nvidia-h200-full/README.md).
+REFERENCE = {"reference/nvidia-h200-2026-12-07-dispatch.json":
+             "results/2026-12-07-nvidia-h200-full/res/dispatch.json"}
 
 PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 

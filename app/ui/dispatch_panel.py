@@ -24,8 +24,8 @@ The JS driver encodes the same objects from a tiny JS loop: the difference is th
   <label>Compare with earlier results (JSON, one or more)
     <input type="file" id="dispatch-import" accept=".json,application/json" multiple></label>
   <button id="dispatch-reference"
-    title="Add our run on an NVIDIA H100 (Chromium 156, Vulkan, 2026-12-07) to the side-by-side table">Compare with
-    our H100 run</button>
+    title="Add our run on an NVIDIA H200 (Chromium 156, Vulkan, 2026-12-07) to the side-by-side table">Compare with
+    our H200 run</button>
   <button id="dispatch-clear-imports">Clear comparison</button>
 </div>
 <div id="dispatch-messages"></div>
@@ -99,8 +99,8 @@ def _export(fn) -> None:
     _say("info", f"Saved {name}.")
 
 
-REFERENCE_URL = "reference/nvidia-h100-2026-12-07-dispatch.json"       # build.py REFERENCE puts it in the site
-REFERENCE_NAME = "NVIDIA H100, Chromium 156, 2026-12-07 (reference)"
+REFERENCE_URL = "reference/nvidia-h200-2026-12-07-dispatch.json"       # build.py REFERENCE puts it in the site
+REFERENCE_NAME = "NVIDIA H200, Chromium 156, 2026-12-07 (reference)"
 
 
 async def _import(evt) -> None:
@@ -206,6 +206,7 @@ def _compare() -> None:
     runs += lab.imported
     rows = [["adapter"] + [_adapter(d) for _, d in runs],
             ["browser"] + [_browser(d) for _, d in runs],
+            ["host CPU (recorded by bench)"] + [_host(d) for _, d in runs],
             ["created"] + [str(d.get("created", "—")) for _, d in runs]]
     for i, (step, _, _) in enumerate(DR.ladder({})):
         rows.append([f"{step} µs/dispatch (f32)"] + [_ladder_value(d, i) for _, d in runs])
@@ -218,6 +219,14 @@ def _compare() -> None:
 def _adapter(doc) -> str:
     a = (doc.get("env") or {}).get("adapter") or {}
     return " / ".join(str(a.get(k)) for k in ("vendor", "architecture", "description") if a.get(k)) or "—"
+
+
+def _host(doc) -> str:
+    """The CPU that the CPU-side rows ran on; only `build.py bench` can see it (env.host), a page cannot."""
+    h = (doc.get("env") or {}).get("host")
+    if not isinstance(h, dict):
+        return "not recorded"
+    return f"{h.get('cpu', '?')}, {h.get('logical_cpus', '?')} CPUs, load {h.get('load_1min_at_start', '?')}"
 
 
 def _browser(doc) -> str:

@@ -155,11 +155,11 @@ def test_bad_readback_reps_is_refused_before_anything_runs(page, server):
 
 
 def test_the_reference_run_joins_the_comparison(page, server, site):
-    """The "Compare with our H100 run" button adds the H100 reference shipped in the site (build.py REFERENCE) to
+    """The "Compare with our H200 run" button adds the H200 reference shipped in the site (build.py REFERENCE) to
     the side-by-side table, once; without the file the panel says so, and nothing already shown is lost."""
     assert open_lab(page, server) == "ready"
     page.click("#tabs button[data-panel=dispatch]")
-    ref = site / "reference" / "nvidia-h100-2026-12-07-dispatch.json"
+    ref = site / "reference" / "nvidia-h200-2026-12-07-dispatch.json"
     hidden = ref.with_suffix(".hidden")
     ref.rename(hidden)
     try:
@@ -171,10 +171,11 @@ def test_the_reference_run_joins_the_comparison(page, server, site):
         hidden.rename(ref)
     page.click("#dispatch-reference")
     page.wait_for_function("window.dlImported && dlImported.length === 1")
-    assert "H100" in page.evaluate("dlImported[0].doc.env.adapter.description")
+    assert "H200" in page.evaluate("dlImported[0].doc.env.adapter.description")
     compare = page.inner_text("#dispatch-compare")
-    assert "NVIDIA H100, Chromium 156, 2026-12-07 (reference)" in compare and "naive_over_sequential" in compare
-    assert "nvidia / NVIDIA H100 80GB HBM3" in compare                      # the adapter row names the GPU
+    assert "NVIDIA H200, Chromium 156, 2026-12-07 (reference)" in compare and "naive_over_sequential" in compare
+    assert "Intel(R) Xeon(R) Processor, 16 CPUs, load " in compare           # the host that bench recorded
+    assert "nvidia / NVIDIA H200" in compare                      # the adapter row names the GPU
     page.click("#dispatch-reference")
     page.wait_for_selector("#dispatch-messages:has-text('already in the comparison')")
     assert page.evaluate("dlImported.length") == 1
