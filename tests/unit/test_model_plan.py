@@ -53,10 +53,8 @@ def test_every_kernel_has_header_and_parsable_bindings(name):
     assert len(dynamic) <= 1 and (not dynamic or dynamic[0].index == 0)
 
 
-FINITE_LOOP_KERNELS = ("add", "argmax", "attention", "attn_block_fused", "dispatch_f16", "dispatch_f32", "dispatch_i32",
-                       "embed_q8_0", "ffn_gate_up_silu", "head_q8_0_argmax", "isolation_matvec_q4_1", "kv_write",
-                       "matvec_q4_1", "matvec_q4_1_add", "matvec_q4_1_x8", "matvec_q8_0", "matvec_q8_0_x8",
-                       "probe_safety", "repack_cm", "repack_head", "resident", "rmsnorm", "rope", "silu_mul")
+FINITE_LOOP_KERNELS = tuple(sorted(p.stem for p in WGSL_DIR.glob("*.wgsl")))   # every kernel, new ones included
+assert len(FINITE_LOOP_KERNELS) >= 24, f"kernels not found in {WGSL_DIR}"
 _FINITE_FOR = re.compile(r"for \(var (\w+) = [^;]+; \1 (?:<|<=) ([^;]+); \1\+\+\)")
 _CONST_BOUND = re.compile(r"(?:\d+u|[A-Z][A-Z0-9_]*|countLeadingZeros|max|min|[\s()+\-*/,])+")
 
